@@ -1,0 +1,19 @@
+"""msviz: see and steer TVM MetaSchedule tuning from Jupyter."""
+
+from msviz import workloads
+from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
+from msviz.records import Run, Trial
+from msviz.records import open_work_dir as open  # noqa: A001 - msviz.open(work_dir) reads a run
+
+__all__ = [
+    "DecisionError",
+    "MsvizError",
+    "MsvizWarning",
+    "Run",
+    "Trial",
+    "WorkDirError",
+    "WorkloadError",
+    "open",
+    "workloads",
+]
+__version__ = "0.1.0"

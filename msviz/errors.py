@@ -1,0 +1,23 @@
+"""The exceptions and warnings msviz raises, in one place so users can catch them by name."""
+
+from __future__ import annotations
+
+
+class MsvizError(Exception):
+    """Base class of every error msviz raises on purpose."""
+
+
+class WorkDirError(MsvizError, FileNotFoundError):
+    """A path is not a MetaSchedule work dir (or one of its files cannot be read)."""
+
+
+class WorkloadError(MsvizError, ValueError):
+    """A workload name, size index or object that msviz cannot turn into an IRModule."""
+
+
+class DecisionError(MsvizError, ValueError):
+    """An edited decision that is not valid for its sampling instruction."""
+
+
+class MsvizWarning(UserWarning):
+    """Something was skipped or repaired while reading; the rest is usable."""

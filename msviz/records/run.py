@@ -1,0 +1,322 @@
+"""A finished (or interrupted) tuning run read from its work dir: trials, tasks, best schedules."""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from msviz import compat
+from msviz.errors import WorkDirError
+from msviz.records import database as db_files
+from msviz.records import logs as log_files
+
+__all__ = ["TRIAL_COLUMNS", "Run", "Trial", "open_work_dir"]
+
+#: The columns of :attr:`Run.trials`, in order.
+TRIAL_COLUMNS = [
+    "task",
+    "trial",
+    "task_trial",
+    "status",
+    "latency_us",
+    "gflops",
+    "run_secs",
+    "error",
+    "workload",
+    "line",
+    "logged_at",
+]
+
+
+def _status(run_secs: tuple[float, ...] | None, error_kind: str | None, error: str | None) -> str:
+    if run_secs and all(s < compat.FAILED_RUN_SECS for s in run_secs):
+        return "ok"
+    if error_kind is None:
+        return "failed"
+    timeout = error is not None and "Timeout" in error
+    return f"{error_kind}_{'timeout' if timeout else 'error'}"
+
+
+@dataclass
+class Trial:
+    """One measured candidate of a run: its numbers now, its trace and IRModule on demand.
+
+    Parameters
+    ----------
+    run : Run
+        The run this trial belongs to.
+    index : int
+        Its row in ``run.trials`` (0-based file order).
+    """
+
+    run: Run = field(repr=False)
+    index: int
+
+    @property
+    def _row(self) -> pd.Series:
+        return self.run.trials.iloc[self.index]
+
+    @property
+    def task(self) -> str:
+        return str(self._row["task"])
+
+    @property
+    def status(self) -> str:
+        return str(self._row["status"])
+
+    @property
+    def latency_us(self) -> float:
+        return float(self._row["latency_us"])
+
+    @property
+    def gflops(self) -> float:
+        return float(self._row["gflops"])
+
+    @property
+    def run_secs(self) -> tuple[float, ...] | None:
+        return self._row["run_secs"]
+
+    @property
+    def error(self) -> str | None:
+        return self._row["error"]
+
+    @functools.cached_property
+    def record(self) -> Any:
+        """The stock ``TuningRecord`` (trace, workload, run_secs, target, args_info)."""
+        return self.run._tuning_record(self.index)
+
+    @property
+    def trace(self) -> Any:
+        """The full trace (postproc instructions included), as MetaSchedule stored it."""
+        return self.record.trace
+
+    @functools.cached_property
+    def schedule(self) -> Any:
+        """The schedule replayed from the trace, as ``Database.query_schedule`` does."""
+        sch = compat.Schedule(self.record.workload.mod, debug_mask=0, error_render_level="detail")
+        self.trace.apply_to_schedule(sch, remove_postproc=False)
+        return sch
+
+    @property
+    def mod(self) -> Any:
+        """The IRModule after applying the trace."""
+        return self.schedule.mod
+
+    def __repr__(self) -> str:
+        return (
+            f"Trial(index={self.index}, task={self.task!r}, status={self.status!r}, "
+            f"latency_us={self.latency_us:.3f})"
+        )
+
+
+class Run:
+    """The records of a MetaSchedule work dir, as tables.
+
+    Parameters
+    ----------
+    work_dir : str | Path
+        A directory holding ``database_workload.json`` and ``database_tuning_record.json``
+        (and usually ``logs/``), as written by ``tune_tir``, ``tune_tasks`` or msviz.
+    """
+
+    def __init__(self, work_dir: str | Path) -> None:
+        self.work_dir = Path(work_dir)
+        self._check_layout()
+        self._workloads = db_files.read_workloads(self.work_dir / db_files.WORKLOAD_FILE)
+        self._records = db_files.read_records(
+            self.work_dir / db_files.RECORD_FILE, len(self._workloads)
+        )
+        self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
+        self.trials = self._build_trials()
+        self.tasks = self._build_tasks()
+
+    def _check_layout(self) -> None:
+        wd = self.work_dir
+        missing = [
+            name for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE) if not (wd / name).is_file()
+        ]
+        if not wd.is_dir() or missing:
+            what = "does not exist" if not wd.exists() else (
+                "is not a directory" if not wd.is_dir() else f"lacks {', '.join(missing)}"
+            )
+            raise WorkDirError(
+                f"{wd} is not a MetaSchedule work dir: it {what}. A work dir must contain "
+                f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE} (and usually logs/)"
+            )
+
+    # -- names, FLOPs and error texts from the logs -------------------------------------------
+
+    @functools.cached_property
+    def _workload_mods(self) -> dict[int, Any]:
+        return {}
+
+    def workload_mod(self, workload: int) -> Any:
+        """The IRModule of the workload at line index ``workload`` of the workload file."""
+        mods = self._workload_mods
+        if workload not in mods:
+            entry = self._workloads[workload]
+            if entry is None:
+                raise WorkDirError(f"workload line {workload + 1} of {self.work_dir} is corrupt")
+            mods[workload] = compat.Workload.from_json([entry.shash, entry.payload]).mod
+        return mods[workload]
+
+    def _used_workloads(self) -> list[int]:
+        return sorted({r.workload for r in self._records})
+
+    def _read_logs(self) -> tuple[dict[int, str], dict[int, float], dict[int, float], dict]:
+        from msviz.workloads import flop_count
+
+        used = self._used_workloads()
+        flops = {w: flop_count(self.workload_mod(w)) for w in used}
+        logs_dir = self.work_dir / "logs"
+        table = log_files.read_task_table(logs_dir) if logs_dir.is_dir() else []
+        per_task = log_files.read_task_logs(logs_dir) if logs_dir.is_dir() else {}
+        names: dict[int, str] = {}
+        weights: dict[int, float] = {}
+        log_trials: dict[int, list[log_files.LogTrial]] = {}
+        unmatched = list(table)
+        if not table and len(used) == 1 and len(per_task) == 1:
+            (task_id, (name, _)), = per_task.items()
+            unmatched = [log_files.LogTask(task_id, name, flops[used[0]], 1.0, 0)]
+        for w in used:  # match workloads to log tasks by FLOP count, in order
+            hit = next(
+                (t for t in unmatched if len(used) == 1 or math.isclose(t.flop, flops[w])), None
+            )
+            if hit is None:
+                names[w] = "main" if len(used) == 1 else f"workload_{w}"
+                continue
+            unmatched.remove(hit)
+            names[w], weights[w] = hit.name, hit.weight
+            if hit.id in per_task:
+                log_trials[w] = per_task[hit.id][1]
+        return names, flops, weights, log_trials
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def _build_trials(self) -> pd.DataFrame:
+        counts: dict[int, int] = {}
+        rows = []
+        for i, rec in enumerate(self._records):
+            k = counts.get(rec.workload, 0)
+            counts[rec.workload] = k + 1
+            rows.append((rec, i, k))
+        # Log entries line up with a task's records only when the log covers exactly those records.
+        aligned = {
+            w: entries for w, entries in self._log_trials.items() if len(entries) == counts.get(w)
+        }
+        data: dict[str, list] = {c: [] for c in TRIAL_COLUMNS}
+        for rec, i, k in rows:
+            entry = aligned[rec.workload][k] if rec.workload in aligned else None
+            kind = entry.error_kind if entry else None
+            error = entry.error if entry else None
+            latency = db_files.mean_latency_us(rec.run_secs, compat.FAILED_RUN_SECS)
+            flop = self._flops.get(rec.workload, math.nan)
+            data["task"].append(self._task_names[rec.workload])
+            data["trial"].append(i)
+            data["task_trial"].append(k)
+            data["status"].append(_status(rec.run_secs, kind, error))
+            data["latency_us"].append(latency)
+            data["gflops"].append(flop / latency / 1e3 if latency > 0 else math.nan)
+            data["run_secs"].append(rec.run_secs)
+            data["error"].append(error)
+            data["workload"].append(rec.workload)
+            data["line"].append(rec.line)
+            data["logged_at"].append(entry.time if entry else None)
+        frame = pd.DataFrame(data, columns=TRIAL_COLUMNS)
+        frame["error"] = pd.Series(data["error"], dtype=object)  # text or None, never NaN
+        frame["latency_us"] = frame["latency_us"].astype(float)
+        frame["gflops"] = frame["gflops"].astype(float)
+        frame["logged_at"] = pd.to_datetime(frame["logged_at"])
+        return frame
+
+    def _build_tasks(self) -> pd.DataFrame:
+        rows = []
+        trials = self.trials
+        for w in self._used_workloads():
+            mine = trials[trials["workload"] == w]
+            ok = mine["latency_us"].dropna()
+            best = int(ok.idxmin()) if len(ok) else None
+            rows.append(
+                {
+                    "task": self._task_names[w],
+                    "flop": self._flops[w],
+                    "weight": self._weights.get(w, math.nan),
+                    "best_latency_us": trials.at[best, "latency_us"] if best is not None else math.nan,
+                    "best_gflops": trials.at[best, "gflops"] if best is not None else math.nan,
+                    "trials": len(mine),
+                    "failed": int((mine["status"] != "ok").sum()),
+                    "best_trial": best,
+                    "workload": w,
+                }
+            )
+        return pd.DataFrame(
+            rows,
+            columns=["task", "flop", "weight", "best_latency_us", "best_gflops", "trials",
+                     "failed", "best_trial", "workload"],
+        )
+
+    # -- trials ---------------------------------------------------------------------------------
+
+    def trial(self, index: int) -> Trial:
+        """The trial at row ``index`` of :attr:`trials`."""
+        if not -len(self.trials) <= index < len(self.trials):
+            raise IndexError(f"trial {index} is out of range: this run has {len(self.trials)} trials")
+        return Trial(self, index % len(self.trials))
+
+    def best(self, task: str | None = None) -> Trial:
+        """The trial with the lowest mean latency (the record ``compile_tir`` would pick).
+
+        Parameters
+        ----------
+        task : str, optional
+            Which task; may be left out when the run has one task.
+        """
+        tasks = self.tasks
+        if task is None:
+            if len(tasks) != 1:
+                raise ValueError(
+                    f"this run has {len(tasks)} tasks ({', '.join(tasks['task'])}): pass task=..."
+                )
+            row = tasks.iloc[0]
+        else:
+            hits = tasks[tasks["task"] == task]
+            if hits.empty:
+                raise KeyError(f"no task {task!r} in this run; tasks: {', '.join(tasks['task'])}")
+            row = hits.iloc[0]
+        if row["best_trial"] is None or pd.isna(row["best_trial"]):
+            raise ValueError(f"task {row['task']!r} has no successful trial yet")
+        return self.trial(int(row["best_trial"]))
+
+    def _tuning_record(self, index: int) -> Any:
+        rec = self._records[index]
+        path = self.work_dir / db_files.RECORD_FILE
+        _, record_json = db_files.read_record_json(path, rec.offset)
+        entry = self._workloads[rec.workload]
+        workload = compat.Workload.from_json([entry.shash, entry.payload])
+        return compat.TuningRecord.from_json(record_json, workload)
+
+    def __len__(self) -> int:
+        return len(self.trials)
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.work_dir)!r}, tasks={len(self.tasks)}, trials={len(self.trials)})"
+
+
+def open_work_dir(work_dir: str | Path) -> Run:
+    """Open a MetaSchedule work dir without re-tuning.
+
+    Parameters
+    ----------
+    work_dir : str | Path
+        A directory written by ``tune_tir``/``tune_tasks`` or by msviz.
+
+    Returns
+    -------
+    run : Run
+    """
+    return Run(work_dir)
