@@ -3,7 +3,7 @@
 from msviz import workloads
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
 from msviz.records import Run, Trial
-from msviz.records import open_work_dir as open  # noqa: A001 - msviz.open(work_dir) reads a run
+from msviz.records import open_work_dir as open
 
 __all__ = [
     "DecisionError",

@@ -59,14 +59,16 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
     """
     if isinstance(target, tvm.target.Target):
         return target
-    cores = num_cores or len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    cores = num_cores or _host_cores()
     if isinstance(target, dict):
         spec = dict(target)
         if spec.get("kind") == "llvm":
             spec.setdefault("num-cores", cores)
         return tvm.target.Target(spec)
     if not isinstance(target, str):
-        raise TypeError(f"target must be a str, dict or tvm.target.Target, not {type(target).__name__}")
+        raise TypeError(
+            f"target must be a str, dict or tvm.target.Target, not {type(target).__name__}"
+        )
     if target == "llvm":
         return tvm.target.Target({"kind": "llvm", "num-cores": cores})
     if target == "cuda":
@@ -92,6 +94,12 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
             f"unknown target {target!r}: use 'llvm', 'cuda', a tag such as 'nvidia/nvidia-h100', "
             f"or a dict like {{'kind': 'llvm', 'num-cores': 2}} ({err})"
         ) from None
+
+
+def _host_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def target_from_json(obj: Any) -> tvm.target.Target:

@@ -112,7 +112,9 @@ def get(name: str, index: int | None = None, *, shape: tuple | None = None) -> W
     key = match.group(1).upper()
     if match.group(2) is not None:
         if index is not None and index != int(match.group(2)):
-            raise WorkloadError(f"{name!r} names index {match.group(2)} but index={index} was given")
+            raise WorkloadError(
+                f"{name!r} names index {match.group(2)} but index={index} was given"
+            )
         index = int(match.group(2))
     configs = _te_workload().CONFIGS
     if key not in DESCRIPTIONS or key not in configs:

@@ -138,7 +138,9 @@ class Run:
     def _check_layout(self) -> None:
         wd = self.work_dir
         missing = [
-            name for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE) if not (wd / name).is_file()
+            name
+            for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
+            if not (wd / name).is_file()
         ]
         if not wd.is_dir() or missing:
             what = "does not exist" if not wd.exists() else (
@@ -246,8 +248,8 @@ class Run:
                     "task": self._task_names[w],
                     "flop": self._flops[w],
                     "weight": self._weights.get(w, math.nan),
-                    "best_latency_us": trials.at[best, "latency_us"] if best is not None else math.nan,
-                    "best_gflops": trials.at[best, "gflops"] if best is not None else math.nan,
+                    "best_latency_us": math.nan if best is None else trials.at[best, "latency_us"],
+                    "best_gflops": math.nan if best is None else trials.at[best, "gflops"],
                     "trials": len(mine),
                     "failed": int((mine["status"] != "ok").sum()),
                     "best_trial": best,
@@ -265,7 +267,9 @@ class Run:
     def trial(self, index: int) -> Trial:
         """The trial at row ``index`` of :attr:`trials`."""
         if not -len(self.trials) <= index < len(self.trials):
-            raise IndexError(f"trial {index} is out of range: this run has {len(self.trials)} trials")
+            raise IndexError(
+                f"trial {index} is out of range: this run has {len(self.trials)} trials"
+            )
         return Trial(self, index % len(self.trials))
 
     def best(self, task: str | None = None) -> Trial:
@@ -295,10 +299,16 @@ class Run:
     def _tuning_record(self, index: int) -> Any:
         rec = self._records[index]
         path = self.work_dir / db_files.RECORD_FILE
-        _, record_json = db_files.read_record_json(path, rec.offset)
         entry = self._workloads[rec.workload]
-        workload = compat.Workload.from_json([entry.shash, entry.payload])
-        return compat.TuningRecord.from_json(record_json, workload)
+        try:
+            _, record_json = db_files.read_record_json(path, rec.offset)
+            workload = compat.Workload.from_json([entry.shash, entry.payload])
+            return compat.TuningRecord.from_json(record_json, workload)
+        except Exception as err:  # a line corrupted inside its trace: say where
+            raise WorkDirError(
+                f"{path} line {rec.line} (trial {index}) cannot be read as a tuning record: "
+                f"{str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
+            ) from None
 
     def __len__(self) -> int:
         return len(self.trials)

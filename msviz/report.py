@@ -1,0 +1,123 @@
+"""One self-contained HTML file for a run: task table, best-so-far plots, best schedules, trials.
+
+The file works offline: plotly's JavaScript is inlined once, nothing is fetched from a CDN.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+from pathlib import Path
+from typing import Any
+
+from msviz.records import Run, open_work_dir
+from msviz.views import best_so_far_figure, best_so_far_info, task_table_info, trial_table_info
+
+__all__ = ["render_report", "write_report"]
+
+_CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto;
+       max-width: 1200px; color: #1d1d1f; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+table.msviz { border-collapse: collapse; font-size: 13px; }
+table.msviz th, table.msviz td { border: 1px solid #ddd; padding: 3px 8px; text-align: right;
+                                  vertical-align: top; }
+table.msviz th { background: #f4f4f6; }
+table.msviz td.text { text-align: left; }
+tr.failed td { background: #fff0f0; }
+pre { background: #f7f7f9; padding: 10px; overflow-x: auto; font-size: 12px; max-height: 480px; }
+td pre { max-height: 120px; margin: 0; padding: 4px; background: none; }
+.note { color: #666; font-style: italic; }
+"""
+
+
+def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in [frame.index.name or "", *frame])
+    rows = []
+    for pos, (index, row) in enumerate(frame.iterrows()):
+        cells = [f"<td>{html.escape(str(index))}</td>"]
+        for col, value in row.items():
+            if value is None or (isinstance(value, float) and value != value):
+                shown = ""
+            elif isinstance(value, float):
+                shown = f"{value:.4g}"
+            else:
+                shown = str(value)
+            if col in text_columns:
+                body = f"<pre>{html.escape(shown)}</pre>" if "\n" in shown else html.escape(shown)
+                cells.append(f'<td class="text">{body}</td>')
+            else:
+                cells.append(f"<td>{html.escape(shown)}</td>")
+        cls = ' class="failed"' if failed is not None and failed[pos] else ""
+        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    body = "".join(rows)
+    return f'<table class="msviz"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def render_report(run: Run | str | Path, *, title: str | None = None) -> str:
+    """The HTML text of a run's report.
+
+    Parameters
+    ----------
+    run : Run | str | Path
+        A run, or a work dir to open.
+    title : str, optional
+        Heading of the page (default: the work dir).
+    """
+    import plotly.io as pio
+
+    if not isinstance(run, Run):
+        run = open_work_dir(run)
+    title = title or f"msviz report: {run.work_dir}"
+    parts = [
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="note">{len(run.trials)} trials in {len(run.tasks)} task(s); generated '
+        f"{datetime.datetime.now().isoformat(timespec='seconds')} by msviz.</p>",
+        "<h2>Tasks</h2>",
+        _table(task_table_info(run.tasks).frame, text_columns=("Name",)),
+    ]
+    info = best_so_far_info(run.trials)
+    plotly_js: bool | str = True
+    for _, task in run.tasks.iterrows():
+        name = str(task["task"])
+        parts.append(f"<h2>Task {html.escape(name)}</h2>")
+        fig = best_so_far_figure(info, task=name)
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
+        plotly_js = False
+        parts.append(_best_section(run, name))
+    table = trial_table_info(run.trials)
+    parts.append("<h2>Trials</h2>")
+    if table.note:
+        parts.append(f'<p class="note">{html.escape(table.note)}</p>')
+    frame = table.frame.set_index("trial")
+    parts.append(
+        _table(frame, text_columns=("task", "status", "error"),
+               failed=list(frame["status"] != "ok"))
+    )
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        + "\n".join(parts)
+        + "</body></html>"
+    )
+
+
+def _best_section(run: Run, task: str) -> str:
+    try:
+        best = run.best(task)
+    except ValueError as err:
+        return f'<p class="note">{html.escape(str(err))}</p>'
+    trace_py = "\n".join(best.trace.as_python(remove_postproc=False))
+    return (
+        f"<h3>Best trial #{best.index}: {best.latency_us:.3f} µs, {best.gflops:.3f} GFLOPS</h3>"
+        f"<h4>Trace</h4><pre>{html.escape(trace_py)}</pre>"
+        f"<h4>TVMScript</h4><pre>{html.escape(best.mod.script())}</pre>"
+    )
+
+
+def write_report(run: Run | str | Path, path: str | Path, *, title: str | None = None) -> Path:
+    """Write :func:`render_report` to ``path`` and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(run, title=title), encoding="utf-8")
+    return path

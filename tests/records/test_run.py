@@ -1,0 +1,149 @@
+"""msviz.open on work dirs written by stock tune_tir, checked against our own parse of the files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+import msviz
+from msviz import compat
+from msviz.records.database import RECORD_FILE
+
+
+def _own_parse(work_dir: Path) -> list[list]:
+    lines = (work_dir / RECORD_FILE).read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _expected_best_us(records: list[list]) -> float:
+    means = [
+        sum(secs) / len(secs) * 1e6
+        for _, (_, secs, _, _) in records
+        if secs and max(secs) < 1e10
+    ]
+    return min(means)
+
+
+@pytest.mark.parametrize("key", ["GMM", "C2D", "SFM"])
+def test_open_matches_stock_database(stock_work_dirs: dict[str, Path], key: str) -> None:
+    wd = stock_work_dirs[key]
+    records = _own_parse(wd)
+    run = msviz.open(wd)
+    assert len(run.trials) == len(records) > 0
+    assert list(run.trials["trial"]) == list(range(len(records)))
+    assert run.best().latency_us == pytest.approx(_expected_best_us(records), rel=1e-12)
+    for row, (_, (_, secs, _, _)) in zip(run.trials.itertuples(), records, strict=True):
+        failed = max(secs) >= 1e10
+        assert (row.status != "ok") == failed
+        assert (row.latency_us != row.latency_us) == failed  # NaN exactly for failures
+        assert row.run_secs == tuple(secs)
+
+    target = compat.make_target("llvm")
+    stock = compat.ms.tir_integration.compile_tir(
+        compat.JSONDatabase(work_dir=str(wd)), run.best().record.workload.mod, target
+    )
+    assert compat.structural_equal(run.best().mod, stock.mod)
+
+
+def test_task_table(stock_work_dirs: dict[str, Path]) -> None:
+    run = msviz.open(stock_work_dirs["GMM"])
+    (task,) = run.tasks.itertuples()
+    assert task.task == "main"
+    assert task.flop == 2 * 128 * 128 * 128
+    assert task.weight == 1.0
+    assert task.trials == len(run.trials) == 12
+    assert task.failed == 4
+    assert task.best_latency_us == run.trials["latency_us"].min()
+    assert task.best_gflops == pytest.approx(task.flop / task.best_latency_us / 1e3)
+
+
+def test_failed_trials_carry_log_error_text(stock_work_dirs: dict[str, Path]) -> None:
+    trials = msviz.open(stock_work_dirs["GMM"]).trials
+    failed = trials[trials["status"] != "ok"]
+    assert list(failed["trial"]) == [8, 9, 10, 11]
+    assert set(failed["status"]) == {"build_timeout"}
+    assert all("LocalBuilder: Timeout" in e for e in failed["error"])
+    assert trials[trials["status"] == "ok"]["error"].isna().all()
+    assert trials["logged_at"].notna().all()
+
+
+def test_trial_objects(stock_work_dirs: dict[str, Path]) -> None:
+    run = msviz.open(stock_work_dirs["SFM"])
+    trial = run.trial(3)
+    assert trial.index == 3 and trial.task == "main"
+    assert trial.latency_us == run.trials.at[3, "latency_us"]
+    kinds = [inst.kind.name for inst in trial.trace.insts]
+    assert "EnterPostproc" in kinds
+    assert "T.sblock" in trial.mod.script()
+    assert run.trial(-1).index == len(run) - 1
+    with pytest.raises(IndexError, match="out of range"):
+        run.trial(len(run))
+    with pytest.raises(KeyError, match="no task 'nope'"):
+        run.best("nope")
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_torn_last_line_is_skipped_with_one_warning(
+    stock_work_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    wd = _copy(stock_work_dirs["C2D"], tmp_path / "torn")
+    path = wd / RECORD_FILE
+    lines = path.read_text().splitlines(keepends=True)
+    last = lines[-1]
+    path.write_text("".join(lines[:-1]) + last[: len(last) // 2])
+    with pytest.warns(msviz.MsvizWarning) as caught:
+        run = msviz.open(wd)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert str(path) in message and f"line {len(lines)}" in message
+    assert len(run.trials) == len(lines) - 1
+    assert run.best().latency_us > 0
+
+
+def test_corrupt_middle_line_keeps_the_others(
+    stock_work_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    wd = _copy(stock_work_dirs["SFM"], tmp_path / "corrupt")
+    path = wd / RECORD_FILE
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2] = "garbage\n"
+    lines[4] = lines[4][:100] + "\x00\x00" + lines[4][100:]  # bytes flipped inside a trace
+    path.write_text("".join(lines))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = msviz.open(wd)
+    assert [type(w.message) for w in caught] == [msviz.MsvizWarning]
+    assert "line 3" in str(caught[0].message)
+    assert len(run.trials) in (len(lines) - 1, len(lines) - 2)
+    assert 3 not in set(run.trials["line"])
+    if 5 in set(run.trials["line"]):  # corrupt inside the trace: found when the trial is opened
+        index = int(run.trials.index[run.trials["line"] == 5][0])
+        with pytest.raises(msviz.WorkDirError, match=f"line 5 \\(trial {index}\\)"):
+            _ = run.trial(index).trace
+
+
+def test_not_a_work_dir_names_path_and_files(tmp_path: Path) -> None:
+    with pytest.raises(msviz.WorkDirError) as err:
+        msviz.open(tmp_path)
+    text = str(err.value)
+    assert str(tmp_path) in text
+    assert "database_workload.json" in text and "database_tuning_record.json" in text
+    with pytest.raises(msviz.WorkDirError, match="does not exist"):
+        msviz.open(tmp_path / "missing")
+
+
+def test_empty_work_dir_opens_with_no_trials(tmp_path: Path) -> None:
+    (tmp_path / "database_workload.json").write_text("")
+    (tmp_path / RECORD_FILE).write_text("")
+    run = msviz.open(tmp_path)
+    assert len(run.trials) == 0 and len(run.tasks) == 0
+    with pytest.raises(ValueError, match="0 tasks"):
+        run.best()

@@ -1,0 +1,47 @@
+"""The HTML report and the ``msviz`` command line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import msviz
+from msviz.cli import main
+from msviz.report import render_report
+
+
+def test_report_is_self_contained(stock_work_dirs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", str(stock_work_dirs["GMM"]), "-o", str(out)]) == 0
+    text = out.read_text()
+    # plotly.js inlined once, no script loaded from the network
+    assert text.count("plotly.js v") >= 1
+    assert not re.search(r"<script[^>]+src=", text)
+    assert "Best so far" in text
+    assert "LocalBuilder: Timeout" in text  # failures visible with their error text
+    assert text.count('class="failed"') == 4
+    run = msviz.open(stock_work_dirs["GMM"])
+    assert f"Best trial #{run.best().index}" in text
+    assert "sch.get_sblock" in text and "T.sblock" in text
+
+
+def test_report_on_empty_run(tmp_path: Path) -> None:
+    (tmp_path / "database_workload.json").write_text("")
+    (tmp_path / "database_tuning_record.json").write_text("")
+    with pytest.warns(msviz.MsvizWarning, match="no trials"):
+        text = render_report(tmp_path)
+    assert "0 trials in 0 task(s)" in text
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("msviz: error:") and "nowhere" in err and "Traceback" not in err
+
+
+def test_cli_show(stock_work_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(stock_work_dirs["SFM"]), "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Speed (GFLOPS)" in out and "8 trials, 0 failed" in out
