@@ -1,0 +1,1 @@
+"""Traces and decisions as data: rows, decision sites, edit + replay, diffs, generated code."""

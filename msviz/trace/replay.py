@@ -1,0 +1,399 @@
+"""Edit and replay: change decisions of a trace, replay it, and postprocess as MetaSchedule does.
+
+MetaSchedule materialises a candidate by applying its trace without the postproc part to a fresh
+schedule of the workload, entering the postproc stage, and running each postprocessor in turn
+(``ThreadedTraceApply`` in C++). :func:`with_decisions` does the same with edited decisions.
+
+TVM does not reject every bad decision: a tile whose factors do not multiply to the extent is
+silently "repaired" and an invalid compute location is snapped to a valid one. msviz checks each
+edited decision against the site's valid choices first, and turns every failure into a
+:class:`msviz.DecisionError` that names the instruction, its kind, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from msviz import compat
+from msviz.errors import DecisionError
+from msviz.trace.rows import decision_value, is_sampling
+from msviz.trace.sites import EDITABLE_KINDS, DecisionSite, fresh_schedule, site_info
+from msviz.trace.source import resolve_trace
+
+__all__ = ["Replay", "default_postprocs", "replay_error", "with_decisions"]
+
+
+@dataclass
+class Replay:
+    """A trace replayed (with edited decisions) and postprocessed.
+
+    Attributes
+    ----------
+    schedule : tvm.s_tir.Schedule
+        The replayed schedule, postprocessors applied.
+    trace : tvm.s_tir.schedule.Trace
+        Its full trace: the replayed instructions, ``EnterPostproc``, then what the
+        postprocessors added.
+    workload_mod : tvm.IRModule
+        The workload before scheduling (so a Replay can be edited again).
+    target : tvm.target.Target
+        The target whose postprocessors were applied.
+    edits : dict
+        Instruction index -> the decision given for it.
+    postprocs : list of str
+        The postprocessors applied, in order.
+    """
+
+    schedule: Any
+    trace: Any
+    workload_mod: Any = field(repr=False)
+    target: Any = field(repr=False)
+    edits: dict = field(default_factory=dict)
+    postprocs: list = field(default_factory=list)
+
+    @property
+    def mod(self) -> Any:
+        """The scheduled IRModule."""
+        return self.schedule.mod
+
+    def script(self) -> str:
+        """The scheduled module as TVMScript."""
+        return self.mod.script()
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+def decision_error(
+    index: Any, kind: str, value: Any, allowed: str, reason: str, *, subject: str = ""
+) -> DecisionError:
+    """A DecisionError with ``index``, ``kind``, ``value`` and ``allowed`` attributes."""
+    where = f"instruction {index}" + (f" ({kind}" + (f" of {subject}" if subject else "") + ")"
+                                      if kind else "")
+    err = DecisionError(f"{where}: {reason}. Allowed: {allowed}")
+    err.index, err.kind, err.value, err.allowed = index, kind, value, allowed
+    return err
+
+
+def _tvm_summary(err: BaseException) -> str:
+    """The informative line(s) of a TVM error, without the rendered IR and C++ frames."""
+    text = str(err).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    keep = [
+        ln for ln in lines
+        if not ln.startswith(("File ", "#", "^", "  ")) and "Traceback" not in ln
+    ]
+    for marker in ("Error message:", "Check failed", "Error:"):
+        for ln in keep:
+            if marker in ln:
+                return f"{type(err).__name__}: {ln[:400]}"
+    return f"{type(err).__name__}: {(keep[-1] if keep else text)[:400]}"
+
+
+def _prefix(insts: list, decisions: dict, k: int) -> Any:
+    return compat.Trace(insts[:k], {inst: d for inst, d in decisions.items()
+                                    if any(inst.same_as(x) for x in insts[:k])})
+
+
+def replay_error(trace: Any, mod: Any, edits: dict, err: BaseException) -> DecisionError:
+    """Turn a failed replay into a DecisionError naming the instruction that failed.
+
+    The trace is replayed one instruction longer at a time until it fails; this only runs on
+    the error path, and traces are short.
+    """
+    insts = []
+    for inst in trace.insts:
+        if inst.kind.name == "EnterPostproc":
+            break
+        insts.append(inst)
+    decisions = {inst: trace.get_decision(inst) for inst in insts
+                 if trace.get_decision(inst) is not None}
+    for i, value in edits.items():
+        decisions[insts[i]] = list(value) if isinstance(value, tuple) else value
+    failed_at, cause = None, err
+    for k in range(1, len(insts) + 1):
+        try:
+            _prefix(insts, decisions, k).apply_to_schedule(fresh_schedule(mod),
+                                                           remove_postproc=True)
+        except Exception as sub:  # the first prefix that fails ends at the culprit
+            failed_at, cause = k - 1, sub
+            break
+    summary = _tvm_summary(cause)
+    given = ", ".join(f"{i}: {list(v) if isinstance(v, tuple) else v}" for i, v in edits.items())
+    edited = f" with the edited decisions {{{given}}}" if edits else ""
+    if failed_at is None:
+        return decision_error("?", "", edits, "decisions that replay",
+                              f"the trace does not replay{edited} ({summary})")
+    inst = insts[failed_at]
+    return decision_error(
+        failed_at,
+        inst.kind.name,
+        edits,
+        "decisions under which every later instruction still applies",
+        f"this instruction fails when the trace is replayed{edited}: {summary}",
+    )
+
+
+# -- checking one edit -----------------------------------------------------------------------
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError("bool")
+    return operator.index(value)
+
+
+def _examples(choices: tuple, k: int = 4) -> str:
+    shown = ", ".join(str(list(c)) if isinstance(c, tuple) else str(c) for c in choices[:k])
+    return shown + (", ..." if len(choices) > k else "")
+
+
+def check_edit(index: int, kind: str, value: Any, info: dict) -> Any:
+    """Validate one edited decision against the site's details; return it in TVM's form.
+
+    Parameters
+    ----------
+    index, kind : int, str
+        The instruction.
+    value : Any
+        The decision the user gave.
+    info : dict
+        :func:`msviz.trace.sites.site_info` of the instruction at this point of the replay.
+
+    Raises
+    ------
+    msviz.DecisionError
+    """
+    subject = info.get("subject", "")
+    if not info.get("editable", False):
+        raise decision_error(index, kind, value, "no edit (keep the sampled decision)",
+                             f"{kind} decisions cannot be edited ({info.get('note', '')})",
+                             subject=subject)
+    choices = info["choices"]
+    if kind == "SamplePerfectTile":
+        n, extent, max_inner = info["n"], info["extent"], info["max_innermost_factor"]
+        inner = f" and whose innermost factor is <= {max_inner}" if max_inner >= 1 else ""
+        allowed = (f"{n} positive integers whose product is {extent}{inner} "
+                   f"({len(choices)} choices, e.g. {_examples(choices)})")
+        try:
+            factors = tuple(_int(v) for v in value)
+        except TypeError:
+            raise decision_error(index, kind, value, allowed, f"{value!r} is not a list of "
+                                 "integers", subject=subject) from None
+        if len(factors) != n:
+            reason = f"{list(factors)} has {len(factors)} factors, not {n}"
+        elif any(f < 1 for f in factors):
+            reason = f"{list(factors)} has a factor below 1"
+        elif math.prod(factors) != extent:
+            reason = (f"{list(factors)} multiplies to {math.prod(factors)}, not to the loop "
+                      f"extent {extent}")
+        elif max_inner >= 1 and factors[-1] > max_inner:
+            reason = (f"{list(factors)} has innermost factor {factors[-1]} > "
+                      f"max_innermost_factor {max_inner}")
+        else:
+            return list(factors)
+        raise decision_error(index, kind, value, allowed, reason, subject=subject)
+    if kind == "SampleCategorical":
+        cands = info["candidates"]
+        allowed = f"an index 0..{len(cands) - 1} into the candidates {list(cands)}"
+    else:
+        allowed = "one of " + ", ".join(f"{c} ({lab})" for c, lab in zip(choices, info["labels"]))
+    try:
+        choice = _int(value)
+    except TypeError:
+        raise decision_error(index, kind, value, allowed, f"{value!r} is not an integer",
+                             subject=subject) from None
+    if choice not in choices:
+        raise decision_error(index, kind, value, allowed, f"{choice} is not a valid choice",
+                             subject=subject)
+    return choice
+
+
+def _normalize_edits(trace: Any, decisions: Any) -> dict[int, Any]:
+    insts = list(trace.insts)
+    post = next((i for i, inst in enumerate(insts) if inst.kind.name == "EnterPostproc"),
+                len(insts))
+    sampling = [i for i in range(post) if is_sampling(insts[i].kind.name)]
+    edits: dict[int, Any] = {}
+    for key, value in dict(decisions or {}).items():
+        index = key.index if isinstance(key, DecisionSite) else key
+        try:
+            index = _int(index)
+        except TypeError:
+            raise decision_error(key, "", value, f"instruction indices {sampling}",
+                                 f"{key!r} is not an instruction index") from None
+        if not 0 <= index < len(insts):
+            raise decision_error(index, "", value, f"the sampling instructions {sampling}",
+                                 f"index out of range: the trace has {len(insts)} instructions "
+                                 f"(0..{len(insts) - 1})")
+        kind = insts[index].kind.name
+        if not is_sampling(kind):
+            raise decision_error(index, kind, value, f"the sampling instructions {sampling}",
+                                 f"a {kind} instruction has no decision")
+        if index >= post:
+            raise decision_error(index, kind, value, f"the sampling instructions {sampling}",
+                                 "it comes after EnterPostproc, and postprocessors are re-run")
+        if kind not in EDITABLE_KINDS:
+            raise decision_error(index, kind, value, "no edit (keep the sampled decision)",
+                                 f"{kind} decisions cannot be edited")
+        edits[index] = value
+    return edits
+
+
+# -- postprocessors --------------------------------------------------------------------------
+
+_POSTPROC_CACHE: dict[tuple, list] = {}
+
+
+def default_postprocs(mod: Any, target: Any) -> list:
+    """MetaSchedule's default postprocessors for ``target``, initialised for ``mod``.
+
+    Each is initialised with a ``TuneContext`` as the tuner does (the first TuneContext in a
+    process costs ~15 s of imports). Results are cached per workload and target.
+    """
+    target = compat.make_target(target)
+    kind = "cuda" if target.kind.name == "cuda" else "llvm"
+    key = (compat.structural_hash(mod), str(target), kind)
+    if key not in _POSTPROC_CACHE:
+        _POSTPROC_CACHE[key] = initialised_postprocs(compat.ms.Postproc.create(kind), mod, target)
+    return _POSTPROC_CACHE[key]
+
+
+def initialised_postprocs(postprocs: list, mod: Any, target: Any) -> list:
+    """Clones of ``postprocs``, each initialised with a TuneContext of ``mod`` and ``target``."""
+    ms = compat.ms
+    space = ms.space_generator.PostOrderApply(
+        sch_rules=[], postprocs=[p.clone() for p in postprocs], mutator_probs={}
+    )
+    ctx = ms.TuneContext(mod=mod, target=compat.make_target(target), space_generator=space,
+                         task_name="msviz-replay", num_threads=1)
+    return list(ctx.space_generator.postprocs)
+
+
+def _resolve_postprocs(postprocs: Any, mod: Any, target: Any) -> list:
+    if postprocs is None or postprocs == "default":
+        return default_postprocs(mod, target)
+    if postprocs is False:
+        return []
+    if isinstance(postprocs, str):
+        return initialised_postprocs(compat.ms.Postproc.create(postprocs), mod, target)
+    space = getattr(postprocs, "space_generator", postprocs)  # a TuneContext or SpaceGenerator
+    if hasattr(space, "postprocs") and not isinstance(postprocs, (list, tuple)):
+        return initialised_postprocs(list(space.postprocs), mod, target)
+    return initialised_postprocs(list(postprocs), mod, target)
+
+
+def _postproc_name(p: Any) -> str:
+    return type(p).__name__ if type(p).__name__ != "Postproc" else str(p)
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+class _Abort(Exception):
+    """Stops a replay from inside the decision provider."""
+
+
+def with_decisions(
+    obj: Any,
+    decisions: Any = None,
+    *,
+    mod: Any = None,
+    target: Any = "llvm",
+    postprocs: Any = "default",
+    seed: int = 1,
+) -> Replay:
+    """Replay a trace with some decisions changed, then postprocess it as MetaSchedule does.
+
+    Parameters
+    ----------
+    obj : Trace | Schedule | msviz.records.Trial | Replay | TuningRecord | MeasureCandidate
+        The trace to replay.
+    decisions : dict, optional
+        Instruction index (or :class:`DecisionSite`) -> new decision: tile factors for
+        ``SamplePerfectTile``, a candidate index for ``SampleCategorical``, a loop position
+        (-1 root, -2 inline) for ``SampleComputeLocation``. Empty: replay as recorded.
+    mod : IRModule | PrimFunc | Workload | str, optional
+        The workload before scheduling; required for a bare Trace or Schedule.
+    target : str | dict | Target
+        Whose default postprocessors to apply (``"llvm"`` or ``"cuda"``...).
+    postprocs : "default" | str | list of Postproc | TuneContext | SpaceGenerator | False
+        The postprocessors: the target's defaults, those of a kind (``"cuda"``), an explicit
+        list, those of a space generator, or none (False).
+    seed : int
+        Seed of the fresh schedule (only matters for decisions the trace lacks).
+
+    Returns
+    -------
+    replay : Replay
+        ``.schedule``, ``.mod``, ``.trace``.
+
+    Raises
+    ------
+    msviz.DecisionError
+        For an invalid decision, an index out of range, an edit that makes a later
+        instruction fail, or a postprocessor that rejects the result (named in the message).
+    """
+    trace, base = resolve_trace(obj, mod)
+    edits = _normalize_edits(trace, decisions)
+    target = compat.make_target(target)
+    index_of = {inst: i for i, inst in enumerate(trace.insts)}
+    sch = fresh_schedule(base, seed=seed)
+    pending: list[DecisionError] = []
+    given: dict[int, Any] = {}
+
+    def provider(inst: Any, inputs: Any, attrs: Any, decision: Any) -> Any:
+        i = index_of.get(inst)
+        if i not in edits:
+            return decision
+        kind = inst.kind.name
+        try:
+            given[i] = check_edit(i, kind, edits[i], site_info(sch, kind, inputs, attrs))
+        except DecisionError as err:
+            pending.append(err)
+            raise _Abort from None
+        return given[i]
+
+    try:
+        trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=provider)
+    except Exception as err:
+        if pending:
+            raise pending[0] from None
+        raise replay_error(trace, base, {i: given.get(i, v) for i, v in edits.items()},
+                           err) from None
+    new_insts = list(sch.trace.insts)
+    for i, value in given.items():  # TVM must have kept what was checked, not "repaired" it
+        got = decision_value(sch.trace.get_decision(new_insts[i]))
+        want = tuple(value) if isinstance(value, list) else value
+        if got != want:
+            raise decision_error(i, new_insts[i].kind.name, edits[i], f"{want}",
+                                 f"TVM replaced the decision with {got}")
+    applied = []
+    procs = _resolve_postprocs(postprocs, base, target)
+    sch.enter_postproc()
+    for p in procs:
+        name = _postproc_name(p)
+        try:
+            ok = p.apply(sch)
+        except Exception as err:
+            ok, why = False, f": {_tvm_summary(err)}"
+        else:
+            why = ""
+        if not ok:
+            raise DecisionError(
+                f"postproc {name} rejected the schedule{why} (edited decisions: "
+                f"{_fmt_edits(edits)}); allowed: decisions whose schedule passes every "
+                f"postproc of the target ({', '.join(_postproc_name(q) for q in procs)})"
+            )
+        applied.append(name)
+    return Replay(schedule=sch, trace=sch.trace, workload_mod=base, target=target,
+                  edits=dict(edits), postprocs=applied)
+
+
+def _fmt_edits(edits: dict) -> str:
+    if not edits:
+        return "none"
+    return ", ".join(f"{i}: {list(v) if isinstance(v, tuple) else v}" for i, v in edits.items())
