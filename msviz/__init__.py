@@ -4,6 +4,7 @@ from msviz import workloads
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
+from msviz.trace import decision_sites, trace_rows, with_decisions
 
 __all__ = [
     "DecisionError",
@@ -13,7 +14,10 @@ __all__ = [
     "Trial",
     "WorkDirError",
     "WorkloadError",
+    "decision_sites",
     "open",
+    "trace_rows",
+    "with_decisions",
     "workloads",
 ]
 __version__ = "0.1.0"

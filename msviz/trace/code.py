@@ -1,0 +1,150 @@
+"""What a schedule becomes: its TVMScript, its lowered TIR, and the source code TVM generates.
+
+For CPU targets the generated source is LLVM IR (``"ll"``) or assembly (``"asm"``), or C with
+the ``c`` target; for a CUDA target it is the CUDA C kernel source of the device module, which
+TVM produces without a GPU (nvcc can compile it here, see :func:`compile_cuda`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+
+from msviz import compat
+
+__all__ = ["SOURCE_FORMATS", "compile_cuda", "generated_source", "lowered_tir", "tvmscript"]
+
+#: The ``fmt`` values :func:`generated_source` accepts, per target kind.
+SOURCE_FORMATS = {"llvm": ("ll", "asm"), "c": ("c",), "cuda": ("cuda", "host-ll", "host-asm")}
+
+
+def _mod_of(obj: Any) -> tvm.IRModule:
+    """The scheduled IRModule of a Schedule, Replay, Trial, IRModule or PrimFunc."""
+    if isinstance(obj, tvm.IRModule):
+        return obj
+    if isinstance(obj, compat.tir.PrimFunc):
+        return tvm.IRModule({"main": obj})
+    mod = getattr(obj, "mod", None)  # Schedule, Replay, Trial, Workload
+    if isinstance(mod, tvm.IRModule):
+        return mod
+    sch = getattr(obj, "sch", None)  # MeasureCandidate
+    if sch is not None:
+        return sch.mod
+    raise TypeError(
+        "expected an IRModule, a PrimFunc, a Schedule, a msviz Replay or Trial, "
+        f"not {type(obj).__name__}"
+    )
+
+
+def tvmscript(obj: Any) -> str:
+    """The (scheduled) module as TVMScript.
+
+    Parameters
+    ----------
+    obj : Schedule | Replay | Trial | IRModule | PrimFunc | str
+        A schedule-like object; a str is returned unchanged.
+
+    Returns
+    -------
+    script : str
+    """
+    if isinstance(obj, str):
+        return obj
+    return _mod_of(obj).script()
+
+
+def _bind(mod: tvm.IRModule, target: Any) -> tuple[tvm.IRModule, tvm.target.Target]:
+    """Bind ``target`` (with its host) to every function, as ``tvm.tirx.build`` does."""
+    target = compat.make_target(target)
+    host = target.host
+    if host is None:
+        cpu = target.get_target_device_type() == tvm.runtime.Device._DEVICE_NAME_TO_TYPE["cpu"]
+        host = target if cpu else compat.make_target("llvm")
+    bound = target.with_host(host)
+    return compat.tir.transform.BindTarget(bound)(mod), bound
+
+
+def lowered_tir(obj: Any, target: Any = "llvm") -> str:
+    """The module after TVM's default TIR lowering pipeline (what code generation receives).
+
+    Parameters
+    ----------
+    obj : Schedule | Replay | Trial | IRModule | PrimFunc
+        What to lower.
+    target : str | dict | Target
+        The target (``"llvm"``, ``"cuda"`` ...).
+
+    Returns
+    -------
+    script : str
+        TVMScript of the lowered module: loops flattened, buffers allocated, vectorized and
+        unrolled loops expanded, host/device split, packed-API wrappers added.
+    """
+    mod, bound = _bind(_mod_of(obj), target)
+    pipeline = compat.tir.get_tir_pipeline("default")
+    if isinstance(pipeline, tuple):  # (pipeline, finalize_host, finalize_device)
+        pipeline = pipeline[0]
+    with bound, tvm.transform.PassContext():
+        return pipeline(mod).script()
+
+
+def build(obj: Any, target: Any = "llvm") -> Any:
+    """``tvm.tirx.build`` of a schedule-like object; returns the runtime module."""
+    return compat.tir.build(_mod_of(obj), target=compat.make_target(target))
+
+
+def generated_source(obj: Any, target: Any = "llvm", fmt: str | None = None) -> str:
+    """The source code TVM generates for a schedule.
+
+    Parameters
+    ----------
+    obj : Schedule | Replay | Trial | IRModule | PrimFunc
+        What to compile.
+    target : str | dict | Target
+        ``"llvm"`` (CPU), ``"c"`` (CPU via C), ``"cuda"`` or any Target.
+    fmt : str, optional
+        For llvm: ``"ll"`` (LLVM IR, default) or ``"asm"``. For c: ``"c"``. For cuda:
+        ``"cuda"`` (the kernel source, default), ``"host-ll"`` or ``"host-asm"`` (the host code
+        that launches it).
+
+    Returns
+    -------
+    source : str
+    """
+    if isinstance(target, str) and target == "c":
+        target = tvm.target.Target("c")
+    target = compat.make_target(target)
+    kind = target.kind.name
+    formats = SOURCE_FORMATS.get(kind, ("",))
+    fmt = formats[0] if fmt is None else fmt
+    if fmt not in formats:
+        raise ValueError(f"fmt must be one of {formats} for a {kind} target, not {fmt!r}")
+    rt = build(obj, target)
+    if kind == "cuda" and fmt == "cuda":
+        device = [m for m in rt.imports if m.kind == "cuda"]
+        if not device:
+            raise ValueError("the build produced no CUDA module (does the schedule bind threads?)")
+        return device[0].inspect_source()
+    if fmt.startswith("host-"):
+        fmt = fmt[len("host-"):]
+    return rt.inspect_source("" if fmt == "c" else fmt)
+
+
+def compile_cuda(source: str, *, arch: str = "sm_90", target_format: str = "ptx") -> bytes:
+    """Compile CUDA source with nvcc (no GPU needed); returns PTX or cubin bytes.
+
+    Parameters
+    ----------
+    source : str
+        CUDA C source, e.g. ``generated_source(sch, "cuda")``.
+    arch : str
+        The GPU architecture (``"sm_90"``).
+    target_format : str
+        ``"ptx"`` or ``"cubin"``.
+    """
+    from tvm.support import nvcc
+
+    with compat.make_target("cuda"):
+        out = nvcc.compile_cuda(source, target_format=target_format, arch=arch, compiler="nvcc")
+    return bytes(out)
