@@ -23,6 +23,7 @@ class TaskHistory(NamedTuple):
     value: tuple[float, ...]  # the metric per trial (NaN for a failed trial)
     best: tuple[float, ...]  # best value so far (NaN until the first success)
     status: tuple[str, ...]
+    seconds: tuple[float, ...] = ()  # wall time since the run's first trial (NaN if unknown)
 
 
 class HistoryInfo(NamedTuple):
@@ -49,6 +50,7 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
     if trials.empty:
         warnings.warn("no trials to plot yet", MsvizWarning, stacklevel=2)
         return HistoryInfo(metric, label, ())
+    seconds = _seconds(trials)
     out = []
     for task, group in trials.groupby("task", sort=False):
         values = [float(v) for v in group[metric]]
@@ -64,12 +66,26 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
                 tuple(values),
                 tuple(bests),
                 tuple(str(s) for s in group["status"]),
+                tuple(float(seconds[i]) for i in group.index),
             )
         )
     return HistoryInfo(metric, label, tuple(out))
 
 
-def best_so_far_figure(info: HistoryInfo, *, task: str | None = None) -> object:
+def _seconds(trials: pd.DataFrame) -> pd.Series:
+    """Seconds since the first trial: msviz's own timestamps, else the log's (1 s resolution)."""
+    if "timestamp" in trials.columns and trials["timestamp"].notna().any():
+        stamps = pd.to_numeric(trials["timestamp"], errors="coerce")
+        return stamps - stamps.min()
+    if "logged_at" in trials.columns and trials["logged_at"].notna().any():
+        stamps = pd.to_datetime(trials["logged_at"])
+        return (stamps - stamps.min()).dt.total_seconds()
+    return pd.Series(math.nan, index=trials.index)
+
+
+def best_so_far_figure(
+    info: HistoryInfo, *, task: str | None = None, x: str = "trial"
+) -> object:
     """A plotly figure: every trial as a dot (failures as red crosses) and the best-so-far line.
 
     Parameters
@@ -78,24 +94,29 @@ def best_so_far_figure(info: HistoryInfo, *, task: str | None = None) -> object:
         From :func:`best_so_far_info`.
     task : str, optional
         Draw only this task (default: all tasks, one colour each).
+    x : {"trial", "time"}
+        Against the trial number or against wall time (seconds since the first trial).
     """
+    if x not in ("trial", "time"):
+        raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
     import plotly.graph_objects as go
 
     fig = go.Figure()
     shown = [t for t in info.tasks if task is None or t.task == task]
     for hist in shown:
+        xs = hist.trial if x == "trial" else hist.seconds
         ok = [i for i, s in enumerate(hist.status) if s == "ok"]
         bad = [i for i, s in enumerate(hist.status) if s != "ok"]
         prefix = f"{hist.task}: " if len(shown) > 1 else ""
         fig.add_trace(
             go.Scatter(
-                x=[hist.trial[i] for i in ok], y=[hist.value[i] for i in ok], mode="markers",
+                x=[xs[i] for i in ok], y=[hist.value[i] for i in ok], mode="markers",
                 name=f"{prefix}trial", marker={"size": 5, "opacity": 0.55},
             )
         )
         fig.add_trace(
             go.Scatter(
-                x=list(hist.trial), y=list(hist.best), mode="lines", name=f"{prefix}best so far",
+                x=list(xs), y=list(hist.best), mode="lines", name=f"{prefix}best so far",
                 line={"shape": "hv", "width": 2.5},
             )
         )
@@ -105,15 +126,16 @@ def best_so_far_figure(info: HistoryInfo, *, task: str | None = None) -> object:
             floor = min(finite) if finite else 0.0
             fig.add_trace(
                 go.Scatter(
-                    x=[hist.trial[i] for i in bad], y=[floor] * len(bad), mode="markers",
+                    x=[xs[i] for i in bad], y=[floor] * len(bad), mode="markers",
                     name=f"{prefix}failed", marker={"symbol": "x", "color": "crimson", "size": 8},
-                    text=[hist.status[i] for i in bad], hovertemplate="trial %{x}: %{text}",
+                    text=[hist.status[i] for i in bad], hovertemplate="%{x}: %{text}",
                 )
             )
     title = "Best so far" + (f": {task}" if task else "")
     fig.update_layout(
-        title=title, xaxis_title="Trial", yaxis_title=info.label, template="plotly_white",
-        height=380, margin={"l": 60, "r": 20, "t": 50, "b": 45},
+        title=title, xaxis_title="Trial" if x == "trial" else "Wall time (s)",
+        yaxis_title=info.label, template="plotly_white", height=380,
+        margin={"l": 60, "r": 20, "t": 50, "b": 45},
     )
     if info.metric == "latency_us":
         fig.update_yaxes(type="log")
