@@ -180,9 +180,12 @@ def _categorical_site(attrs: Any) -> dict:
 def _compute_location_site(sch: Any, inputs: Any) -> dict:
     block_rv = inputs[0]
     info: dict = {"subject": sch.get(block_rv).name_hint}
-    consumers = sch.get_consumers(block_rv)
-    loops = list(sch.get_loops(consumers[0])) if len(consumers) else []
-    names = [sch.get(loop).loop_var.name for loop in loops]
+    # get_consumers/get_loops are traced primitives: ask a copy, so that the schedule being
+    # replayed keeps exactly the instructions of the trace.
+    view = sch.copy()
+    consumers = view.get_consumers(block_rv)
+    loops = list(view.get_loops(consumers[0])) if len(consumers) else []
+    names = [view.get(loop).loop_var.name for loop in loops]
     choices, labels = [], []
     # SampleComputeLocation silently snaps a decision that is not a valid location to the
     # nearest one below it, so a candidate is valid exactly when it comes back unchanged.
