@@ -1,0 +1,314 @@
+"""Building and running candidates with MetaSchedule's builder and runner, under a watchdog.
+
+``LocalBuilder``/``LocalRunner`` enforce their timeouts only inside a worker that got the job; a
+pool that stops answering (seen on loaded machines: the main thread waits on ``recv`` forever)
+is not caught. :class:`Measurer` therefore calls them on a helper thread with its own deadline;
+when it passes, it kills the pool's worker processes (its own, by PID), replaces the pool, and
+reports the batch as failed with a clear error, so the session goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from msviz import compat
+
+__all__ = ["BuildOutcome", "MeasureResult", "Measurer", "cuda_available"]
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """One candidate's build: the artifact path, or the builder's error text."""
+
+    artifact: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """One candidate's measurement: ``run_secs``, or an error and where it happened."""
+
+    run_secs: tuple[float, ...] | None
+    error: str | None
+    error_kind: str | None  # "build" | "run" | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.run_secs)
+
+
+class WatchdogTimeout(RuntimeError):
+    """The builder or runner did not answer before the watchdog's deadline."""
+
+
+def cuda_available() -> str | None:
+    """None if a CUDA device can run kernels here, else why not."""
+    import tvm
+
+    if not tvm.runtime.enabled("cuda"):
+        return "no CUDA device: this TVM build has no CUDA runtime loaded (libcuda.so.1 missing?)"
+    try:
+        if not tvm.cuda(0).exist:
+            return "no CUDA device: no GPU is visible to this process"
+    except Exception as err:  # pragma: no cover - driver errors
+        return f"no CUDA device: {err}"
+    return None
+
+
+def _popen_children() -> set[int]:
+    import psutil
+
+    out = set()
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if any("popen_worker" in part for part in proc.cmdline()):
+                out.add(proc.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _kill(pids: Sequence[int]) -> None:
+    import psutil
+
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            for child in proc.children(recursive=True):
+                child.kill()
+            proc.kill()
+        except psutil.Error:
+            continue
+
+
+def _with_deadline(fn: Callable[[], Any], deadline: float, on_timeout: Callable[[], None]) -> Any:
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:
+            box["error"] = err
+
+    thread = threading.Thread(target=target, name="msviz-measure", daemon=True)
+    thread.start()
+    thread.join(deadline)
+    if thread.is_alive():
+        on_timeout()
+        thread.join(10.0)
+        raise WatchdogTimeout(f"no answer after {deadline:.0f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class Measurer:
+    """Builds and runs candidates, one batch at a time.
+
+    Parameters
+    ----------
+    target : tvm.target.Target
+        What to build for.
+    builder : str | Builder
+        ``"local"`` (MetaSchedule's ``LocalBuilder`` with msviz's fast build function) or any
+        MetaSchedule ``Builder``.
+    runner : str | Runner
+        ``"local"`` (``LocalRunner``), ``"rpc"`` (``RPCRunner`` configured from the
+        ``TVM_TRACKER_*`` environment variables) or any MetaSchedule ``Runner``.
+    builder_timeout, runner_timeout : float
+        Seconds per candidate, enforced by the builder and runner workers.
+    evaluator_config : EvaluatorConfig | dict, optional
+        How the runner times a kernel (stock defaults when None).
+    max_workers : int, optional
+        Build processes (default: the host's cores).
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        builder: Any = "local",
+        runner: Any = "local",
+        builder_timeout: float = 30.0,
+        runner_timeout: float = 30.0,
+        evaluator_config: Any = None,
+        max_workers: int | None = None,
+    ) -> None:
+        self.target = target
+        self.device_type = compat.device_type(target)
+        self.builder_timeout = float(builder_timeout)
+        self.runner_timeout = float(runner_timeout)
+        self.max_workers = max_workers or os.cpu_count() or 1
+        self.evaluator_config = self._evaluator(evaluator_config)
+        self._builder_spec, self._runner_spec = builder, runner
+        self.builder = self._make_builder(builder)
+        self.runner = self._make_runner(runner, self.evaluator_config)
+        self.pools_replaced = 0
+
+    @staticmethod
+    def _evaluator(config: Any) -> Any:
+        cls = compat.ms.runner.EvaluatorConfig
+        if config is None:
+            return cls()
+        if isinstance(config, dict):
+            return cls(**config)
+        return config
+
+    def _make_builder(self, spec: Any) -> Any:
+        if spec == "local":
+            return compat.ms.builder.LocalBuilder(
+                max_workers=self.max_workers,
+                timeout_sec=self.builder_timeout,
+                f_build=compat.fast_build,
+            )
+        if isinstance(spec, str):
+            raise ValueError(f"unknown builder {spec!r}: use 'local' or a MetaSchedule Builder")
+        return spec
+
+    def _make_runner(self, spec: Any, evaluator_config: Any) -> Any:
+        runner_mod = compat.ms.runner
+        if spec == "local":
+            return runner_mod.LocalRunner(
+                timeout_sec=self.runner_timeout, evaluator_config=evaluator_config
+            )
+        if spec == "rpc":
+            return runner_mod.RPCRunner(
+                rpc_config=runner_mod.RPCConfig(session_timeout_sec=self.runner_timeout),
+                evaluator_config=evaluator_config,
+            )
+        if isinstance(spec, str):
+            raise ValueError(
+                f"unknown runner {spec!r}: use 'local', 'rpc' or a MetaSchedule Runner"
+            )
+        return spec
+
+    # -- build ------------------------------------------------------------------------------------
+
+    def build(self, mods: Sequence[Any]) -> list[BuildOutcome]:
+        """Build each IRModule; a builder that hangs fails the whole batch with an error."""
+        if not mods:
+            return []
+        inputs = [compat.ms.builder.BuilderInput(mod, self.target) for mod in mods]
+        before = _popen_children()
+        rounds = math.ceil(len(mods) / max(1, self.max_workers))
+        deadline = self.builder_timeout * rounds + 60.0
+
+        def on_timeout() -> None:
+            _kill(sorted(_popen_children() - before))
+            self.pools_replaced += 1
+
+        try:
+            results = _with_deadline(lambda: self.builder.build(inputs), deadline, on_timeout)
+        except WatchdogTimeout as err:
+            msg = f"msviz watchdog: the builder's worker pool stopped answering ({err}); " \
+                  "its workers were killed and the pool replaced"
+            return [BuildOutcome(None, msg) for _ in mods]
+        except Exception as err:
+            msg = f"msviz: the builder raised {type(err).__name__}: {err}"
+            return [BuildOutcome(None, msg) for _ in mods]
+        return [BuildOutcome(r.artifact_path, r.error_msg) for r in results]
+
+    # -- run --------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        built: Sequence[BuildOutcome],
+        args_infos: Sequence[Any],
+        *,
+        evaluator_config: Any = None,
+    ) -> list[MeasureResult]:
+        """Run what built; failed builds come back as ``build`` errors, in order.
+
+        Parameters
+        ----------
+        built : sequence of BuildOutcome
+            From :meth:`build`.
+        args_infos : sequence
+            Each candidate's ``args_info``.
+        evaluator_config : EvaluatorConfig | dict, optional
+            Time with these settings instead (a temporary runner, e.g. for re-measuring).
+        """
+        out: list[MeasureResult | None] = [
+            MeasureResult(None, b.error, "build") if b.error or not b.artifact else None
+            for b in built
+        ]
+        todo = [i for i, r in enumerate(out) if r is None]
+        if not todo:
+            return out  # type: ignore[return-value]
+        if self.device_type == "cuda" and self._runner_spec == "local":
+            why = cuda_available()
+            if why is not None:
+                for i in todo:
+                    out[i] = MeasureResult(None, f"LocalRunner: {why}", "run")
+                return out  # type: ignore[return-value]
+        runner = self.runner
+        temporary = evaluator_config is not None and isinstance(self._runner_spec, str)
+        if temporary:
+            runner = self._make_runner(self._runner_spec, self._evaluator(evaluator_config))
+        inputs = [
+            compat.ms.runner.RunnerInput(built[i].artifact, self.device_type, args_infos[i])
+            for i in todo
+        ]
+        deadline = (self.runner_timeout + 10.0) * len(todo) + 30.0
+
+        def call() -> list[Any]:
+            return [f.result() for f in runner.run(inputs)]
+
+        def on_timeout() -> None:
+            self._kill_runner(runner)
+
+        try:
+            results = _with_deadline(call, deadline, on_timeout)
+        except WatchdogTimeout as err:
+            if runner is self.runner:
+                self.runner = self._make_runner(self._runner_spec, self.evaluator_config) \
+                    if isinstance(self._runner_spec, str) else self.runner
+            msg = f"msviz watchdog: the runner stopped answering ({err}); its worker was " \
+                  "killed and replaced"
+            results = [compat.ms.runner.RunnerResult(None, msg) for _ in todo]
+        except Exception as err:
+            msg = f"msviz: the runner raised {type(err).__name__}: {err}"
+            results = [compat.ms.runner.RunnerResult(None, msg) for _ in todo]
+        finally:
+            if temporary:
+                self._shutdown_runner(runner)
+        for i, res in zip(todo, results):
+            secs = tuple(float(s) for s in res.run_secs) if res.run_secs else None
+            error = None if res.error_msg is None else str(res.error_msg)
+            out[i] = MeasureResult(secs, error, "run" if error else None)
+        return out  # type: ignore[return-value]
+
+    def _kill_runner(self, runner: Any) -> None:
+        pool = getattr(runner, "pool", None)
+        workers = getattr(pool, "_worker_map", {}) if pool is not None else {}
+        for worker in list(workers.values()):
+            proc = getattr(worker, "_proc", None)
+            if proc is not None:
+                _kill([proc.pid])
+        self.pools_replaced += 1
+
+    @staticmethod
+    def _shutdown_runner(runner: Any) -> None:
+        pool = getattr(runner, "pool", None)
+        if pool is not None:
+            try:
+                pool.shutdown(wait=False)
+            except Exception:  # pragma: no cover - best effort
+                pass
+
+    @staticmethod
+    def cleanup(built: Sequence[BuildOutcome]) -> None:
+        """Delete build artifacts (``RemoveBuildArtifact``)."""
+        for b in built:
+            if b.artifact:
+                shutil.rmtree(os.path.dirname(b.artifact), ignore_errors=True)
+
+    def close(self) -> None:
+        """Stop the runner's persistent worker."""
+        self._shutdown_runner(self.runner)

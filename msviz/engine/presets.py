@@ -1,0 +1,120 @@
+"""Search knobs and the named presets that fill them (``"msviz"`` default, ``"stock"``).
+
+The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySearch``
+(``evolutionary_search.cc``) plus two that stock MetaSchedule fixes elsewhere:
+
+* ``cost_model_warmup``: ``XGBModel(num_warmup_samples=...)``. Stock is 100: until 100 trials are
+  measured the model returns uniform random scores, so the first batches are picked at random.
+  msviz uses 0 (train from the first batch), which finds fast kernels sooner.
+* ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
+  continues a work dir re-measures schedules the database already holds. msviz skips them.
+
+``preset="stock"`` reproduces MetaSchedule's choices exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PRESETS", "SearchKnobs", "knobs_for"]
+
+
+@dataclass(frozen=True)
+class SearchKnobs:
+    """The knobs of the evolutionary search (names and stock defaults as in MetaSchedule).
+
+    Parameters
+    ----------
+    population_size : int
+        Schedules per genetic iteration.
+    init_measured_ratio : float
+        Share of the population taken from the best measured records, in [0, 1].
+    init_min_unmeasured : int
+        Fewest fresh random samples a generation needs, or the search ends.
+    max_fail_count : int
+        Sampling rounds that may produce nothing before the initial sampling gives up.
+    genetic_num_iters : int
+        Genetic iterations per generation.
+    genetic_mutate_prob : float
+        Probability that a child is a mutation (else a copy of its parent), in [0, 1].
+    genetic_max_fail_count : int
+        Retries for one child before it becomes a copy of its parent.
+    eps_greedy : float
+        Share of each batch picked at random from the fresh samples, in [0, 1].
+    num_empty_iters_before_early_stop : int
+        Generations in a row that pick nothing new before the search ends.
+    cost_model_warmup : int
+        Measured samples before the XGBoost model's scores are used (random before).
+    skip_db_measured : bool
+        Never pick a schedule the database already holds (stock: only this run's).
+    """
+
+    population_size: int = 512
+    init_measured_ratio: float = 0.2
+    init_min_unmeasured: int = 50
+    max_fail_count: int = 5
+    genetic_num_iters: int = 4
+    genetic_mutate_prob: float = 0.85
+    genetic_max_fail_count: int = 10
+    eps_greedy: float = 0.05
+    num_empty_iters_before_early_stop: int = 5
+    cost_model_warmup: int = 100
+    skip_db_measured: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("init_measured_ratio", "genetic_mutate_prob", "eps_greedy"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"search knob {name} must be within [0, 1], got {value!r}")
+        for name in (
+            "population_size",
+            "init_min_unmeasured",
+            "max_fail_count",
+            "genetic_num_iters",
+            "genetic_max_fail_count",
+            "num_empty_iters_before_early_stop",
+            "cost_model_warmup",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"search knob {name} must be an int >= 0, got {value!r}")
+        if self.population_size < 1:
+            raise ValueError(
+                f"search knob population_size must be >= 1, got {self.population_size}"
+            )
+
+    def replace(self, **changes: Any) -> SearchKnobs:
+        """A copy with some knobs changed; unknown names raise TypeError."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown search knob(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return dataclasses.replace(self, **changes)
+
+
+#: Named presets: knob values that differ from MetaSchedule's stock defaults.
+PRESETS: dict[str, dict[str, Any]] = {
+    "stock": {},
+    "msviz": {"cost_model_warmup": 0, "skip_db_measured": True},
+}
+
+
+def knobs_for(preset: str, **overrides: Any) -> SearchKnobs:
+    """The knobs of a preset, with explicit overrides (``None`` values are ignored).
+
+    Parameters
+    ----------
+    preset : str
+        ``"msviz"`` (default choices that find better kernels sooner) or ``"stock"``.
+    **overrides
+        Knob values that win over the preset's.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
+    values = dict(PRESETS[preset])
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return SearchKnobs().replace(**values)

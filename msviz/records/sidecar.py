@@ -1,0 +1,258 @@
+"""msviz's append-only sidecar: what MetaSchedule's stock JSON database drops.
+
+The stock ``database_tuning_record.json`` keeps a trace and its ``run_secs`` (``[1e10]`` for a
+failure) and nothing else. The engine appends one JSON line per trial to ``msviz_sidecar.jsonl``
+in the same work dir, keyed by the record's line number in ``database_tuning_record.json``::
+
+    {"v": 1, "kind": "trial", "line": 7, "task": "GMM-0", "timestamp": "...", "batch": 0,
+     "generation": 0, "iteration": 2, "origin": "mutated", "pick": "score",
+     "predicted_score": 0.93, "design_space": 1, "mutator": "MutateTileSize", "parent": 12,
+     "ancestor_line": null, "error_kind": null, "error": null, "run_secs": [1.2e-05]}
+    {"v": 1, "kind": "remeasure", "line": 7, "timestamp": "...", "run_secs": [...], "error": null}
+
+Each line is written with one ``write`` and flushed, after the stock record it describes, so a
+``kill -9`` can lose at most the sidecar line of the last record, never a record. A torn last line
+(a crash mid-write) is cut off when a writer reopens the file and skipped by the reader.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from msviz.errors import MsvizWarning
+
+__all__ = [
+    "SIDECAR_COLUMNS",
+    "SIDECAR_FILE",
+    "Sidecar",
+    "SidecarWriter",
+    "merge_sidecar",
+    "read_sidecar",
+]
+
+SIDECAR_FILE = "msviz_sidecar.jsonl"
+
+#: Columns the sidecar adds to ``Run.trials`` (NaN/None where a trial has no sidecar entry).
+SIDECAR_COLUMNS = [
+    "timestamp",
+    "batch",
+    "generation",
+    "iteration",
+    "origin",
+    "pick",
+    "predicted_score",
+    "design_space",
+    "mutator",
+    "parent",
+    "ancestor_line",
+    "remeasured_secs",
+]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf become None, tuples become lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+class SidecarWriter:
+    """Appends sidecar lines to ``work_dir/msviz_sidecar.jsonl``; safe to share between threads.
+
+    Parameters
+    ----------
+    work_dir : str | Path
+        The MetaSchedule work dir the sidecar belongs to.
+    fsync : bool
+        Also ``os.fsync`` after each line (survives a power loss, not only a process kill).
+    """
+
+    def __init__(self, work_dir: str | Path, *, fsync: bool = False) -> None:
+        self.path = Path(work_dir) / SIDECAR_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self.repaired = _cut_torn_tail(self.path)
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def write(self, kind: str, **fields: Any) -> dict:
+        """Append one line ``{"v": 1, "kind": kind, "timestamp": now, **fields}``."""
+        entry = {"v": 1, "kind": kind, "timestamp": _now(), **_plain(fields)}
+        text = json.dumps(entry, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self._file.closed:
+                raise ValueError(f"sidecar {self.path} is closed")
+            self._file.write(text)
+            self._file.flush()
+            if self._fsync:
+                os.fsync(self._file.fileno())
+        return entry
+
+    def trial(self, line: int, **fields: Any) -> dict:
+        """Record what the stock database drops about the record at ``line`` (1-based)."""
+        return self.write("trial", line=line, **fields)
+
+    def remeasure(self, line: int | None, run_secs: list[float] | None, **fields: Any) -> dict:
+        """Record a re-measurement of the record at ``line``."""
+        return self.write("remeasure", line=line, run_secs=run_secs, **fields)
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+
+    def __enter__(self) -> SidecarWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _cut_torn_tail(path: Path) -> int:
+    """Truncate a last line that has no newline (a crash mid-write); returns bytes removed."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - 1))
+        if f.read(1) == b"\n":
+            return 0
+        keep = 0
+        pos = size
+        while pos > 0:  # find the last newline, reading backwards in blocks
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            block = f.read(step)
+            hit = block.rfind(b"\n")
+            if hit >= 0:
+                keep = pos + hit + 1
+                break
+        f.truncate(keep)
+        return size - keep
+
+
+@dataclass
+class Sidecar:
+    """The sidecar of a work dir, read back.
+
+    Attributes
+    ----------
+    trials : dict[int, dict]
+        The ``trial`` entry of each record line (the last one wins).
+    remeasures : dict[int, list[dict]]
+        The ``remeasure`` entries of each record line, in order.
+    other : list[dict]
+        Every other entry (session markers, remeasures of untracked schedules).
+    """
+
+    trials: dict[int, dict] = field(default_factory=dict)
+    remeasures: dict[int, list[dict]] = field(default_factory=dict)
+    other: list[dict] = field(default_factory=list)
+
+
+def read_sidecar(work_dir: str | Path) -> Sidecar:
+    """Read ``msviz_sidecar.jsonl`` of a work dir; an absent file gives an empty Sidecar.
+
+    A last line without a newline (being written, or torn by a crash) is skipped silently;
+    a complete line that is not valid JSON is skipped with one :class:`MsvizWarning`.
+    """
+    out = Sidecar()
+    path = Path(work_dir) / SIDECAR_FILE
+    if not path.is_file():
+        return out
+    bad: list[int] = []
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    complete = lines[:-1]  # the part after the last newline is empty or torn
+    for number, raw in enumerate(complete, start=1):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+            if not isinstance(entry, dict):
+                raise ValueError
+        except ValueError:
+            bad.append(number)
+            continue
+        kind, line = entry.get("kind"), entry.get("line")
+        if kind == "trial" and isinstance(line, int):
+            out.trials[line] = entry
+        elif kind == "remeasure" and isinstance(line, int):
+            out.remeasures.setdefault(line, []).append(entry)
+        else:
+            out.other.append(entry)
+    if bad:
+        shown = ", ".join(map(str, bad[:20]))
+        warnings.warn(
+            f"{path}: skipped {len(bad)} corrupt sidecar line(s) (line {shown})",
+            MsvizWarning,
+            stacklevel=2,
+        )
+    return out
+
+
+def _status_from(kind: str | None, error: str | None) -> str:
+    timeout = error is not None and "Timeout" in error
+    return f"{kind}_{'timeout' if timeout else 'error'}"
+
+
+def merge_sidecar(trials: Any, work_dir: str | Path) -> Any:
+    """Add the sidecar's columns to a ``Run.trials`` frame (matched on its ``line`` column).
+
+    Sidecar error text replaces the log's, and sets ``status`` to ``build_error``,
+    ``run_timeout``, ... for a failed trial. Returns a new DataFrame.
+    """
+    import pandas as pd
+
+    sidecar = read_sidecar(work_dir)
+    frame = trials.copy()
+    lines = list(frame["line"]) if "line" in frame else []
+    columns: dict[str, list] = {c: [] for c in SIDECAR_COLUMNS}
+    errors = list(frame["error"]) if "error" in frame else [None] * len(lines)
+    status = list(frame["status"]) if "status" in frame else [None] * len(lines)
+    for row, line in enumerate(lines):
+        entry = sidecar.trials.get(int(line), {})
+        for col in SIDECAR_COLUMNS:
+            if col == "remeasured_secs":
+                again = sidecar.remeasures.get(int(line))
+                columns[col].append([e.get("run_secs") for e in again] if again else None)
+            else:
+                columns[col].append(entry.get(col))
+        if entry.get("error"):
+            errors[row] = entry["error"]
+            if status[row] != "ok":
+                status[row] = _status_from(entry.get("error_kind") or "run", entry["error"])
+    for col in SIDECAR_COLUMNS:
+        frame[col] = pd.Series(columns[col], index=frame.index, dtype=object)
+    if lines:
+        frame["error"] = pd.Series(errors, index=frame.index, dtype=object)
+        frame["status"] = status
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
+    for col in ("predicted_score",):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
+    for col in ("batch", "generation", "iteration", "design_space", "parent", "ancestor_line"):
+        frame[col] = pd.Series(
+            [None if v is None else int(v) for v in columns[col]], index=frame.index,
+            dtype="Int64",
+        )
+    return frame
