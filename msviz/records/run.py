@@ -14,6 +14,7 @@ from msviz import compat
 from msviz.errors import WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
+from msviz.records.sidecar import merge_sidecar
 
 __all__ = ["TRIAL_COLUMNS", "Run", "Trial", "open_work_dir"]
 
@@ -132,7 +133,7 @@ class Run:
             self.work_dir / db_files.RECORD_FILE, len(self._workloads)
         )
         self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
-        self.trials = self._build_trials()
+        self.trials = merge_sidecar(self._build_trials(), self.work_dir)  # msviz engine's extras
         self.tasks = self._build_tasks()
 
     def _check_layout(self) -> None:
@@ -309,6 +310,12 @@ class Run:
                 f"{path} line {rec.line} (trial {index}) cannot be read as a tuning record: "
                 f"{str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
             ) from None
+
+    def dashboard(self) -> Any:
+        """A notebook dashboard of this run (trials table, plots, trace and code views)."""
+        from msviz.widgets import Dashboard  # widgets stay out of the records layer's imports
+
+        return Dashboard(self)
 
     def __len__(self) -> int:
         return len(self.trials)

@@ -1,0 +1,110 @@
+"""The code view: a trial's TVMScript, trace, lowered TIR or generated source, and a diff of
+any two trials."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+from msviz.widgets.common import ErrorArea, Selection, code_html
+
+__all__ = ["CODE_KINDS", "CodeView"]
+
+#: What the view can show: label -> (kind, pygments language).
+CODE_KINDS = {
+    "TVMScript": ("script", "python"),
+    "Trace (Python)": ("trace", "python"),
+    "Lowered TIR": ("lowered", "python"),
+    "LLVM IR": ("ll", "llvm"),
+    "Assembly": ("asm", "nasm"),
+    "CUDA source": ("cuda", "cuda"),
+}
+
+
+def code_text(trial: Any, kind: str, target: Any) -> str:
+    """The text of one code kind for a trial (``Trial``, ``Replay`` or ``Schedule``)."""
+    from msviz import trace as T
+
+    if kind == "script":
+        return T.tvmscript(trial)
+    if kind == "trace":
+        return T.trace_python(trial)
+    if kind == "lowered":
+        return T.lowered_tir(trial, target)
+    if kind == "cuda":
+        return T.generated_source(trial, target, "cuda")
+    return T.generated_source(trial, target, kind)
+
+
+class CodeView(W.VBox):
+    """Code of the selected trial and a diff between two trials.
+
+    Parameters
+    ----------
+    get_trial : callable
+        ``get_trial(i)`` -> the trial at row ``i`` (``Run.trial`` or ``Session.trial``).
+    selection : Selection, optional
+        Shared selection; the view follows it.
+    target : str | Target
+        Target to lower and build for (``"llvm"`` or ``"cuda"``).
+    """
+
+    def __init__(self, get_trial: Callable[[int], Any], *, selection: Selection | None = None,
+                 target: Any = "llvm") -> None:
+        self.get_trial = get_trial
+        self.target = target
+        self.selection = selection or Selection()
+        cuda = str(getattr(target, "kind", target)).startswith("cuda") or target == "cuda"
+        kinds = [k for k in CODE_KINDS if (k == "CUDA source") == cuda or k in (
+            "TVMScript", "Trace (Python)", "Lowered TIR")]
+        self.kind = W.Dropdown(options=kinds, value="TVMScript", description="Show")
+        self.title = W.HTML()
+        self.code = W.HTML()
+        self.diff_a = W.BoundedIntText(value=0, min=0, max=10**9, description="Diff trial")
+        self.diff_b = W.BoundedIntText(value=0, min=0, max=10**9, description="against")
+        self.diff_button = W.Button(description="Diff", icon="columns")
+        self.diff = W.HTML()
+        self.error = ErrorArea()
+        self.kind.observe(lambda _c: self.show(self.selection.trial), names="value")
+        self.diff_button.on_click(lambda _b: self.show_diff(self.diff_a.value, self.diff_b.value))
+        self.selection.observe(lambda c: self.show(c["new"]), names="trial")
+        super().__init__([
+            W.HBox([self.kind, self.title]), self.code,
+            W.HBox([self.diff_a, self.diff_b, self.diff_button]), self.diff, self.error,
+        ])
+        if self.selection.trial >= 0:
+            self.show(self.selection.trial)
+
+    def show(self, index: int) -> None:
+        """Show trial ``index`` (its code in the chosen kind); -1 clears the view."""
+        if index < 0:
+            self.code.value, self.title.value = "", ""
+            return
+        kind, language = CODE_KINDS[self.kind.value]
+        try:
+            trial = self.get_trial(index)
+            text = code_text(trial, kind, self.target)
+        except Exception as err:
+            self.error.show(self, err)
+            return
+        self.error.clear()
+        self.title.value = f"<b>trial {index}</b>"
+        self.code.value = code_html(text, language)
+        self.diff_b.value = self.diff_a.value
+        self.diff_a.value = index
+
+    def show_diff(self, a: int, b: int) -> None:
+        """Side-by-side diff of trials ``a`` and ``b`` in the chosen code kind."""
+        from msviz.trace import side_by_side_html
+
+        kind, _ = CODE_KINDS[self.kind.value]
+        try:
+            texts = [code_text(self.get_trial(i), kind, self.target) for i in (a, b)]
+            table = side_by_side_html(texts[0], texts[1], names=(f"trial {a}", f"trial {b}"))
+        except Exception as err:
+            self.error.show(self, err)
+            return
+        self.error.clear()
+        self.diff.value = f'<div class="msviz-diff" style="font-size:11px">{table}</div>'

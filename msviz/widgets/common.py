@@ -1,0 +1,70 @@
+"""What the widgets share: the linked trial selection, code highlighting, error display."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as W
+import traitlets
+
+__all__ = ["ErrorArea", "Selection", "code_html", "replace_figure"]
+
+
+class Selection(traitlets.HasTraits):
+    """The trial selected anywhere in a dashboard (-1: none). Views link to this one object."""
+
+    trial = traitlets.Int(-1)
+
+
+def code_html(text: str, language: str = "python", *, max_height: str = "480px") -> str:
+    """Syntax-highlighted code as an HTML block (pygments; plain text if unknown)."""
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import get_lexer_by_name
+
+        lexer = get_lexer_by_name(language)
+        body = highlight(text, lexer, HtmlFormatter(noclasses=True, nowrap=True))
+    except Exception:  # no lexer for this language: show it plain
+        body = html.escape(text)
+    return (
+        f'<pre class="msviz-code" style="max-height:{max_height};overflow:auto;font-size:12px;'
+        f'background:#f8f8fa;padding:8px;margin:0">{body}</pre>'
+    )
+
+
+class ErrorArea(W.HTML):
+    """Shows ``[ClassName] message`` under a view; empty when there is no error."""
+
+    def show(self, owner: object, err: BaseException | str) -> None:
+        text = str(err) if not isinstance(err, str) else err
+        self.value = (
+            f'<div class="msviz-error" style="color:#b00020;white-space:pre-wrap">'
+            f"[{type(owner).__name__}] {html.escape(text)}</div>"
+        )
+
+    def clear(self) -> None:
+        self.value = ""
+
+    @property
+    def text(self) -> str:
+        """The error shown, as plain text ("" when none)."""
+        import re
+
+        return html.unescape(re.sub(r"<[^>]+>", "", self.value))
+
+
+def replace_figure(widget: Any, fig: Any) -> None:
+    """Make a FigureWidget show ``fig`` in place (no new widget), in one batched update."""
+    with widget.batch_update():
+        if len(widget.data) == len(fig.data) and all(
+            a.type == b.type for a, b in zip(widget.data, fig.data, strict=True)
+        ):
+            for old, new in zip(widget.data, fig.data, strict=True):
+                old.update(new.to_plotly_json(), overwrite=True)
+        else:
+            widget.data = ()
+            for trace in fig.data:
+                widget.add_trace(trace)
+        widget.layout = fig.layout

@@ -1,0 +1,244 @@
+"""The dashboard: controls, progress, and every view in tabs, linked by one trial selection.
+
+``Dashboard(session)`` follows a live session through :class:`UIAdapter` (batched, on the
+kernel's event loop); ``Dashboard(run)`` shows a finished run. The cell returns at once.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import time
+from typing import Any
+
+import ipywidgets as W
+import traitlets
+
+from msviz.widgets.adapter import UIAdapter
+from msviz.widgets.code_view import CodeView
+from msviz.widgets.common import ErrorArea, Selection
+from msviz.widgets.design_space_view import DesignSpaceView
+from msviz.widgets.evolution_view import EvolutionView
+from msviz.widgets.plots import PlotPanel
+from msviz.widgets.rules_editor import RulesEditor
+from msviz.widgets.trace_view import TraceView
+from msviz.widgets.trial_table import TrialTable
+
+__all__ = ["Dashboard"]
+
+_REFRESH_KINDS = {"measured", "remeasured", "finished", "stopped", "failed", "started"}
+#: Which buttons each session state enables.
+_ENABLED = {
+    "idle": {"start", "step_batch", "step_generation", "stop"},
+    "running": {"pause", "step_batch", "step_generation", "stop"},
+    "paused": {"resume", "step_batch", "step_generation", "stop"},
+    "stopping": set(),
+    "finished": set(),
+    "stopped": set(),
+    "failed": set(),
+}
+
+
+def _format_eta(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+class Dashboard(W.VBox):
+    """Controls, progress and the views of a session or a finished run.
+
+    Parameters
+    ----------
+    source : Session | Run
+        What to show.
+    max_rate : float
+        Most redraws per second from live events.
+    loop : asyncio loop, optional
+        Where live updates run (default: the running loop, i.e. the kernel's).
+    """
+
+    def __init__(self, source: Any, *, max_rate: float = 10.0, loop: Any = None) -> None:
+        from msviz.records.run import Run
+
+        self.session = None if isinstance(source, Run) else source
+        self._run = source if isinstance(source, Run) else None
+        self.selection = Selection()
+        self.error = ErrorArea()
+        self.updates = 0
+        self.last_update = 0.0
+        target = self._target()
+
+        self.buttons = {
+            "start": W.Button(description="Start", icon="play", button_style="success"),
+            "pause": W.Button(description="Pause", icon="pause"),
+            "step_batch": W.Button(description="Step batch", icon="step-forward"),
+            "step_generation": W.Button(description="Step generation", icon="forward"),
+            "resume": W.Button(description="Resume", icon="play"),
+            "stop": W.Button(description="Stop", icon="stop", button_style="danger"),
+        }
+        for name, button in self.buttons.items():
+            button.add_class(f"msviz-{name.replace('_', '-')}")
+            button.on_click(lambda _b, n=name: self.click(n))
+        self.progress = W.IntProgress(min=0, max=1, value=0, layout=W.Layout(width="420px"))
+        self.progress_label = W.HTML()
+        self.state_label = W.HTML()
+
+        trials = self._trials()
+        self.table = TrialTable(trials)
+        traitlets.link((self.table, "selected"), (self.selection, "trial"))
+        self.plots = PlotPanel(trials, self._tasks(), run=self._run)
+        on_measure = None
+        if self.session is not None:
+            on_measure = lambda replay: self.session.remeasure(replay.schedule)  # noqa: E731
+        self.trace_view = TraceView(self.get_trial, selection=self.selection, target=target,
+                                    on_measure=on_measure)
+        self.code_view = CodeView(self.get_trial, selection=self.selection, target=target)
+        children = [("Trials", self.table), ("Plots", self.plots), ("Trace", self.trace_view),
+                    ("Code", self.code_view)]
+        self.evolution = self.spaces = self.rules_editor = None
+        if self.session is not None:
+            self.evolution = EvolutionView(self.session.events.snapshot())
+            self.spaces = DesignSpaceView(self.session.workload, target=target,
+                                          rules=self.session.rules, compute=False)
+            self.rules_editor = RulesEditor(self.session.rules, on_apply=self._apply_rules)
+            children += [("Evolution", self.evolution), ("Design spaces", self.spaces),
+                         ("Rules", self.rules_editor)]
+        self.tabs = W.Tab(children=[c for _, c in children])
+        self.tabs.titles = [t for t, _ in children]
+        self.tabs.observe(self._on_tab, names="selected_index")
+
+        controls = W.HBox(list(self.buttons.values())) if self.session is not None else W.HBox()
+        super().__init__([
+            controls, W.HBox([self.progress, self.progress_label]), self.state_label,
+            self.error, self.tabs,
+        ])
+        self.add_class("msviz-dashboard")
+        self.adapter = None
+        if self.session is not None:
+            self.adapter = UIAdapter(self.session, loop=loop, max_rate=max_rate)
+            self.adapter.add_handler(self.on_events)
+        self._refresh(full=True)
+
+    # -- data ------------------------------------------------------------------------------------
+
+    def _target(self) -> Any:
+        if self.session is not None:
+            return self.session.target
+        if self._run is not None and len(self._run.trials):
+            return self._run.trial(0).record.target
+        return "llvm"
+
+    def _trials(self) -> Any:
+        return self.session.trials if self.session is not None else self._run.trials
+
+    def _tasks(self) -> Any:
+        run = self.run
+        return run.tasks if run is not None else None
+
+    @property
+    def run(self) -> Any:
+        """The records as a Run (re-read for a live session when new trials arrived)."""
+        if self.session is not None:
+            n = len(self.session.trials)
+            if self._run is None or len(self._run.trials) != n:
+                self._run = self.session.open() if n else None
+        return self._run
+
+    def get_trial(self, index: int) -> Any:
+        """The trial at row ``index`` (for the trace and code views)."""
+        run = self.run
+        if run is None:
+            raise IndexError("no trials yet")
+        return run.trial(index)
+
+    # -- controls --------------------------------------------------------------------------------
+
+    def click(self, name: str) -> Any:
+        """What a button does (also callable from tests): start, pause, step_batch, ..."""
+        session = self.session
+        if session is None:
+            return None
+        try:
+            if name.startswith("step_"):
+                result = session.step(name[len("step_"):])
+            else:
+                result = getattr(session, name)()
+        except Exception as err:
+            self.error.show(self, err)
+            return None
+        self.error.clear()
+        self._refresh_state()
+        return result
+
+    def _apply_rules(self, rules: Any) -> Any:
+        result = self.session.set_rules(rules)
+        if self.spaces is not None and self.tabs.selected_index == 5:
+            self.spaces.show_rules(rules)
+        return result
+
+    def _on_tab(self, change: dict) -> None:
+        if self.spaces is not None and self.tabs.children[change["new"]] is self.spaces \
+                and not self.spaces.info.spaces:
+            self.spaces.show_rules(self.session.rules)
+
+    # -- live updates ----------------------------------------------------------------------------
+
+    def on_events(self, events: list) -> None:
+        """Apply a batch of session events (called by the adapter on the kernel loop)."""
+        kinds = {e.kind for e in events}
+        self._refresh(full=bool(kinds & _REFRESH_KINDS), failed=[
+            e for e in events if e.kind == "failed"])
+        if self.evolution is not None and kinds & {"initial_population", "generation",
+                                                   "picked", "measured"}:
+            self.evolution.update(self.session.events.snapshot())
+        self.updates += 1
+        self.last_update = time.monotonic()
+
+    def _refresh(self, *, full: bool, failed: list | None = None) -> None:
+        if full:
+            trials = self._trials()
+            with self.table.hold_sync():
+                self.table.set_trials(trials)
+            self.plots.update(trials, self._tasks())
+        self._refresh_state(failed=failed)
+
+    def _refresh_state(self, *, failed: list | None = None) -> None:
+        trials = self._trials()
+        done = len(trials)
+        total = self.session.max_trials if self.session is not None else max(done, 1)
+        ok = trials["latency_us"].dropna() if len(trials) else []
+        best = f"{ok.min():.3f} µs" if len(ok) else "n/a"
+        state = self.session.state if self.session is not None else "finished"
+        eta = ""
+        if self.session is not None and state in ("running", "paused"):
+            started = [e.time for e in self.session.events.of_kind("started")]
+            if started and self.session.trials_done:
+                elapsed = time.time() - started[0]
+                per = elapsed / max(1, self.session.trials_done)
+                eta = f" · ETA {_format_eta(per * (total - done))}"
+        with self.hold_sync():
+            self.progress.max = max(total, 1)
+            self.progress.value = min(done, self.progress.max)
+            if state == "failed" or failed:
+                self.progress.bar_style = "danger"  # and it stays red
+            elif self.progress.bar_style != "danger":
+                self.progress.bar_style = "success" if state == "finished" else "info"
+            self.progress_label.value = f"{done}/{total} trials · best {best}{eta}"
+            message = ""
+            for event in failed or []:
+                message = event.get("error") or event.get("traceback") or ""
+            self.state_label.value = (
+                f"state: <b class='msviz-state'>{state}</b>"
+                + (f"<pre style='color:#b00020'>{html.escape(str(message))}</pre>"
+                   if message else ""))
+            enabled = _ENABLED.get(state, set())
+            for name, button in self.buttons.items():
+                button.disabled = name not in enabled
+
+    def close(self) -> None:
+        """Stop following the session and close the widgets."""
+        if self.adapter is not None:
+            self.adapter.close()
+        super().close()

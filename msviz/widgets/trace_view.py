@@ -1,0 +1,165 @@
+"""The trace view: instructions with sampling sites highlighted and explained; each editable
+decision is a dropdown of its valid choices; an edit replays the trace and shows the diff."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+from msviz.widgets.common import ErrorArea, Selection
+
+__all__ = ["TraceView"]
+
+
+def trace_table_html(rows: Any) -> str:
+    """The trace rows as an HTML table; sampling rows highlighted, explanations as tooltips."""
+    out = ['<table class="msviz-trace" style="font-size:12px;border-collapse:collapse">']
+    for row in rows.itertuples():
+        style = "background:#fff6d6;font-weight:600" if row.sampling else (
+            "color:#777" if row.postproc else "")
+        out.append(
+            f'<tr style="{style}" title="{html.escape(str(row.explanation))}">'
+            f'<td style="padding:1px 6px;text-align:right">{row.index}</td>'
+            f'<td style="padding:1px 6px"><code>{html.escape(str(row.python))}</code></td></tr>'
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+class TraceView(W.VBox):
+    """The trace of the selected trial, with its decisions editable.
+
+    Parameters
+    ----------
+    get_trial : callable
+        ``get_trial(i)`` -> the trial at row ``i``.
+    selection : Selection, optional
+        Shared selection; the view follows it.
+    target : str | Target
+        Target whose postprocessors a replay applies.
+    on_measure : callable, optional
+        ``on_measure(replay)`` sends an edited schedule to be measured (a session's
+        re-measure); the "Measure" button is disabled without it.
+    """
+
+    def __init__(self, get_trial: Callable[[int], Any], *, selection: Selection | None = None,
+                 target: Any = "llvm", on_measure: Callable[[Any], Any] | None = None) -> None:
+        self.get_trial = get_trial
+        self.target = target
+        self.on_measure = on_measure
+        self.selection = selection or Selection()
+        self.trial: Any = None
+        self.sites: list = []
+        self.replay: Any = None
+        self.title = W.HTML()
+        self.table = W.HTML()
+        self.editors = W.VBox()
+        self.reset_button = W.Button(description="Reset", icon="undo")
+        self.measure_button = W.Button(description="Measure", icon="play", disabled=True,
+                                       button_style="primary")
+        self.status = W.HTML()
+        self.diff = W.HTML()
+        self.error = ErrorArea()
+        self.reset_button.on_click(lambda _b: self.show(self.selection.trial))
+        self.measure_button.on_click(lambda _b: self.measure())
+        self.selection.observe(lambda c: self.show(c["new"]), names="trial")
+        super().__init__([
+            self.title, W.HBox([W.VBox([self.editors,
+                                        W.HBox([self.reset_button, self.measure_button])]),
+                                self.table]),
+            self.status, self.error, self.diff,
+        ])
+        if self.selection.trial >= 0:
+            self.show(self.selection.trial)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def show(self, index: int) -> None:
+        """Show trial ``index``: its instructions and one editor per decision site."""
+        from msviz.trace import decision_sites, trace_rows
+
+        self.replay, self.diff.value, self.status.value = None, "", ""
+        self.measure_button.disabled = True
+        if index < 0:
+            self.trial, self.sites = None, []
+            self.editors.children, self.table.value, self.title.value = (), "", ""
+            return
+        try:
+            self.trial = self.get_trial(index)
+            self.sites = decision_sites(self.trial)
+            rows = trace_rows(self.trial)
+        except Exception as err:
+            self.error.show(self, err)
+            return
+        self.error.clear()
+        self.title.value = f"<b>Trace of trial {index}</b> ({len(rows)} instructions, " \
+            f"{len(self.sites)} decision sites)"
+        self.table.value = trace_table_html(rows)
+        editors = []
+        for site in self.sites:
+            label = f"#{site.index} {site.kind.replace('Sample', '')}"
+            if not site.editable:
+                editors.append(W.HTML(f"{html.escape(label)}: {site.decision} (not editable)"))
+                continue
+            options = [(lab, i) for i, lab in enumerate(site.labels)]
+            current = site.choices.index(site.decision) if site.decision in site.choices else 0
+            box = W.Dropdown(options=options, value=current, description=label,
+                             tooltip=f"{site.subject}: {site.count} valid choices",
+                             style={"description_width": "150px"},
+                             layout=W.Layout(width="360px"))
+            box.site_index = site.index  # type: ignore[attr-defined]
+            box.observe(lambda _c: self.apply_edits(), names="value")
+            editors.append(box)
+        self.editors.children = editors
+
+    # -- editing ---------------------------------------------------------------------------------
+
+    def edits(self) -> dict[int, Any]:
+        """The decisions changed in the editors: instruction index -> new decision."""
+        out = {}
+        by_index = {s.index: s for s in self.sites}
+        for box in self.editors.children:
+            if isinstance(box, W.Dropdown):
+                site = by_index[box.site_index]
+                choice = site.choices[box.value]
+                if choice != site.decision:
+                    out[site.index] = choice
+        return out
+
+    def apply_edits(self) -> Any:
+        """Replay the trace with the edited decisions; show the TVMScript diff or the error."""
+        from msviz.trace import side_by_side_html, with_decisions
+
+        edits = self.edits()
+        self.status.value = ""
+        if not edits:
+            self.replay, self.diff.value = None, ""
+            self.measure_button.disabled = True
+            return None
+        try:
+            self.replay = with_decisions(self.trial, edits, target=self.target)
+        except Exception as err:
+            self.replay, self.diff.value = None, ""
+            self.measure_button.disabled = True
+            self.error.show(self, err)
+            return None
+        self.error.clear()
+        table = side_by_side_html(self.trial, self.replay, names=("recorded", "edited"))
+        self.diff.value = f'<div class="msviz-diff" style="font-size:11px">{table}</div>'
+        self.measure_button.disabled = self.on_measure is None
+        return self.replay
+
+    def measure(self) -> Any:
+        """Send the edited schedule to ``on_measure`` and show what came back."""
+        if self.replay is None or self.on_measure is None:
+            return None
+        try:
+            result = self.on_measure(self.replay)
+        except Exception as err:
+            self.error.show(self, err)
+            return None
+        self.status.value = f"sent to measure: {html.escape(str(result))}"
+        return result
