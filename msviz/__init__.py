@@ -1,6 +1,7 @@
 """msviz: see and steer TVM MetaSchedule tuning from Jupyter."""
 
 from msviz import workloads
+from msviz.engine import RuleSet, Session
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
@@ -10,7 +11,9 @@ __all__ = [
     "DecisionError",
     "MsvizError",
     "MsvizWarning",
+    "RuleSet",
     "Run",
+    "Session",
     "Trial",
     "WorkDirError",
     "WorkloadError",
