@@ -125,11 +125,16 @@ def trial_page_info(
     page, page_size : int
         Which page, and rows per page.
     """
-    columns = tuple(c for c in TABLE_COLUMNS if c in trials.columns)
+    # msviz's sidecar columns are empty for stock work dirs: leave those out
+    core = ("trial", "task", "status", "latency_us", "gflops", "error")
+    columns = tuple(
+        c for c in TABLE_COLUMNS
+        if c in trials.columns and (c in core or trials[c].notna().any())
+    )
     options = {
         c: sorted({_json_value(v) for v in trials[c].dropna().unique()}, key=str)
         for c in FILTER_COLUMNS
-        if c in trials.columns
+        if c in columns
     }
     frame = trials
     for column, wanted in (filters or {}).items():

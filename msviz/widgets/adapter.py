@@ -48,6 +48,7 @@ class UIAdapter:
         self.deliveries = 0
         self._pending: list = []
         self._lock = threading.Lock()
+        self._deliver = threading.Lock()  # handlers never run twice at once (timer threads)
         self._scheduled = False
         self._last = 0.0
         self._closed = False
@@ -75,19 +76,20 @@ class UIAdapter:
 
     def flush(self) -> int:
         """Deliver the pending events now; returns how many there were."""
-        with self._lock:
-            events, self._pending = self._pending, []
-            self._scheduled = False
-        self._last = time.monotonic()
-        if not events:
-            return 0
-        self.deliveries += 1
-        for handler in list(self.handlers):
-            try:
-                handler(events)
-            except Exception:  # a broken view must not stop the others
-                self.errors.append(traceback.format_exc())
-        return len(events)
+        with self._deliver:
+            with self._lock:
+                events, self._pending = self._pending, []
+                self._scheduled = False
+            self._last = time.monotonic()
+            if not events:
+                return 0
+            self.deliveries += 1
+            for handler in list(self.handlers):
+                try:
+                    handler(events)
+                except Exception:  # a broken view must not stop the others
+                    self.errors.append(traceback.format_exc())
+            return len(events)
 
     def close(self) -> None:
         """Stop listening to the source."""

@@ -67,6 +67,7 @@ class Dashboard(W.VBox):
         self.selection = Selection()
         self.error = ErrorArea()
         self.updates = 0
+        self.last_seq = -1  # the newest event applied
         self.last_update = 0.0
         target = self._target()
 
@@ -194,7 +195,19 @@ class Dashboard(W.VBox):
                                                    "picked", "measured"}:
             self.evolution.update(self.session.events.snapshot())
         self.updates += 1
+        self.last_seq = max(self.last_seq, max(e.seq for e in events))
         self.last_update = time.monotonic()
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Apply every event emitted so far (scripts and tests; the kernel loop does it live)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.adapter is not None:
+                self.adapter.flush()
+            if self.session is None or self.last_seq >= len(self.session.events.snapshot()) - 1:
+                return True
+            time.sleep(0.02)
+        return False
 
     def _refresh(self, *, full: bool, failed: list | None = None) -> None:
         if full:

@@ -40,6 +40,7 @@ class PlotPanel(W.VBox):
         self.scatter = go.FigureWidget()
         self.cost_model = go.FigureWidget()
         self.task_bars = go.FigureWidget()
+        self.task_bars_box = W.Box([self.task_bars], layout=W.Layout(display="none"))
         self.decisions = go.FigureWidget()
         self.decisions_button = W.Button(description="Plot decisions", icon="sliders",
                                          tooltip="read the fastest trials' traces")
@@ -50,7 +51,7 @@ class PlotPanel(W.VBox):
         self.decisions_button.on_click(lambda _b: self.plot_decisions())
         super().__init__([
             W.HBox([self.x_axis, self.metric]), self.history,
-            self.color_by, self.scatter, self.cost_model, self.task_bars,
+            self.color_by, self.scatter, self.cost_model, self.task_bars_box,
             self.decisions_button, self.decisions, self.error,
         ])
         self.update(trials, tasks)
@@ -62,7 +63,7 @@ class PlotPanel(W.VBox):
             warnings.simplefilter("ignore", MsvizWarning)  # empty data: the plots say so
             try:
                 colorable = [c for c in ("status", "generation", "batch", "task")
-                             if c in trials.columns]
+                             if c in trials.columns and trials[c].notna().any()]
                 if list(self.color_by.options) != colorable:
                     self.color_by.options = colorable
                 info = best_so_far_info(trials, metric=self.metric.value)
@@ -73,7 +74,8 @@ class PlotPanel(W.VBox):
                 if self._tasks is not None and len(self._tasks):
                     replace_figure(self.task_bars, P.task_bars_figure(
                         P.task_bars_info(self._tasks)))
-                self.task_bars.layout.visible = self._tasks is not None and len(self._tasks) > 1
+                multi = self._tasks is not None and len(self._tasks) > 1
+                self.task_bars_box.layout.display = "" if multi else "none"
                 self.error.clear()
             except Exception as err:
                 self.error.show(self, err)

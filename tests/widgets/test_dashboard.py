@@ -1,0 +1,123 @@
+"""The dashboard on a live session: buttons, progress, linked selection, failure; the adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import msviz
+from msviz.compat import ms
+from msviz.engine.events import EventLog
+from msviz.widgets import Dashboard, UIAdapter
+
+
+def _session(work_dir: Path, **kw) -> msviz.Session:
+    options = {"max_trials": 16, "trials_per_batch": 8, "population_size": 16,
+               "init_min_unmeasured": 8, "genetic_num_iters": 1, "seed": 5}
+    return msviz.Session("GMM-0", work_dir=work_dir, **{**options, **kw})
+
+
+def _enabled(dash: Dashboard) -> set[str]:
+    return {name for name, b in dash.buttons.items() if not b.disabled}
+
+
+def test_dashboard_drives_a_session(tmp_path: Path) -> None:
+    session = _session(tmp_path / "wd")
+    dash = Dashboard(session)
+    assert dash.tabs.titles == (
+        "Trials", "Plots", "Trace", "Code", "Evolution", "Design spaces", "Rules")
+    assert _enabled(dash) == {"start", "step_batch", "step_generation", "stop"}
+    assert dash.progress.max == 16 and dash.progress.value == 0
+
+    dash.buttons["step_batch"].click()
+    assert session.wait(300) == "paused"
+    assert dash.settle()
+    assert dash.table.total == 8 and dash.progress.value == 8
+    assert "8/16 trials" in dash.progress_label.value and "ETA" in dash.progress_label.value
+    assert _enabled(dash) == {"resume", "step_batch", "step_generation", "stop"}
+    assert "paused" in dash.state_label.value
+    assert len(dash.plots.history.data[0].x) == 8
+
+    # selecting a row anywhere selects it everywhere
+    dash.table.selected = dash.table.rows[0]["trial"]
+    assert dash.selection.trial == dash.table.selected
+    assert "Trace of trial" in dash.trace_view.title.value and dash.trace_view.editors.children
+    assert "sblock" in dash.code_view.code.value
+
+    dash.buttons["step_generation"].click()
+    assert session.wait(300) == "paused"
+    assert dash.settle()
+    assert dash.evolution.info.generations
+
+    dash.buttons["resume"].click()
+    assert session.wait(300) == "finished"
+    assert dash.settle()
+    assert dash.table.total == 16 and dash.progress.bar_style == "success"
+    assert _enabled(dash) == set()
+    dash.click("start")  # makes no sense now: said under the dashboard, nothing raised
+    assert dash.error.text.startswith("[Dashboard] Session.start() makes no sense now")
+    assert dash.adapter.errors == []
+    dash.close()
+
+
+def test_progress_turns_red_and_stays_on_failure(tmp_path: Path) -> None:
+    from tvm.ir.utils import derived_object
+
+    @derived_object
+    class BrokenRule(ms.schedule_rule.PyScheduleRule):
+        def _initialize_with_tune_context(self, context) -> None:
+            pass
+
+        def apply(self, sch, block):
+            raise RuntimeError("deliberately broken rule")
+
+        def clone(self):
+            return BrokenRule()
+
+    rules = msviz.RuleSet.default("llvm")
+    rules.insert(0, BrokenRule())
+    session = _session(tmp_path / "wd", rules=rules)
+    dash = Dashboard(session)
+    dash.click("start")
+    assert session.wait(300) == "failed"
+    assert dash.settle()
+    assert dash.progress.bar_style == "danger"
+    assert "deliberately broken rule" in dash.state_label.value
+    dash._refresh(full=True)  # a later redraw keeps it red
+    assert dash.progress.bar_style == "danger"
+
+
+def test_adapter_batches_on_the_loop() -> None:
+    """1,000 events from a worker thread reach the handler in a few batches, on the loop."""
+    log = EventLog()
+    loop = asyncio.new_event_loop()
+    loop_thread = threading.Thread(target=loop.run_forever, daemon=True)
+    loop_thread.start()
+    got: list = []
+    threads: set = set()
+    adapter = UIAdapter(log, loop=loop, max_rate=10)
+    adapter.add_handler(lambda events: (got.extend(events), threads.add(threading.get_ident())))
+
+    def engine() -> None:
+        for i in range(1000):
+            log.emit("log", "t", message=str(i))
+            time.sleep(0.0005)
+
+    start = time.monotonic()
+    worker = threading.Thread(target=engine)
+    worker.start()
+    worker.join()
+    deadline = time.monotonic() + 5
+    while len(got) < 1000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    elapsed = time.monotonic() - start
+    loop.call_soon_threadsafe(loop.stop)
+    loop_thread.join(5)
+    assert [e.data["message"] for e in got] == [str(i) for i in range(1000)]
+    assert threads == {loop_thread.ident}
+    assert 1 <= adapter.deliveries <= elapsed * 10 + 2
+    adapter.close()
+    log.emit("log", "t", message="after close")
+    assert len(got) == 1000

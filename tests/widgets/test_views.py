@@ -1,0 +1,147 @@
+"""Plots, trace, code, rules, design-space and evolution views with real TVM data."""
+
+from __future__ import annotations
+
+import pytest
+
+import msviz
+from msviz.engine.rules import RuleSet
+from msviz.trace import decision_sites
+from msviz.widgets import (
+    CodeView,
+    DesignSpaceView,
+    EvolutionView,
+    PlotPanel,
+    RulesEditor,
+    Selection,
+    TraceView,
+)
+
+
+def test_plot_panel(stock_run) -> None:
+    panel = PlotPanel(stock_run.trials, stock_run.tasks, run=stock_run)
+    names = [t.name for t in panel.history.data]
+    assert names == ["trial", "best so far", "failed"]
+    assert len(panel.history.data[0].x) == 8 and len(panel.history.data[2].x) == 4
+    assert panel.history.layout.xaxis.title.text == "Trial"
+    panel.x_axis.value = "time"
+    assert panel.history.layout.xaxis.title.text == "Wall time (s)"
+    panel.metric.value = "gflops"
+    assert panel.history.layout.yaxis.title.text == "Throughput (GFLOPS)"
+    assert list(panel.color_by.options) == ["status", "task"]
+    assert panel.task_bars_box.layout.display == "none"  # one task: no bars
+    panel.plot_decisions()
+    dims = panel.decisions.data[0].dimensions
+    assert [d.label for d in dims][-1] == "latency (µs)" and len(dims) == 6
+    assert panel.error.text == ""
+
+
+def test_plot_panel_on_session_trials(tuned_session) -> None:
+    trials = tuned_session.trials
+    panel = PlotPanel(trials)
+    assert "generation" in panel.color_by.options
+    panel.color_by.value = "generation"
+    assert {t.name.split("=")[0] for t in panel.scatter.data} == {"generation"}
+    batches = [t.name for t in panel.cost_model.data]
+    assert len(batches) >= 1 and batches[0].startswith("batch ")
+    assert "Spearman rho" in panel.cost_model.layout.title.text
+
+
+def test_trace_view_edit_and_measure(stock_run) -> None:
+    selection = Selection()
+    sent = []
+    view = TraceView(stock_run.trial, selection=selection, on_measure=sent.append)
+    best = stock_run.best()
+    selection.trial = best.index
+    sites = decision_sites(best)
+    editable = [s for s in sites if s.editable]
+    assert len(view.editors.children) == len(sites)
+    tile = next(b for b in view.editors.children
+                if "PerfectTile" in b.description and len(b.options) > 1)
+    site = next(s for s in editable if f"#{s.index} " in tile.description)
+    assert len(tile.options) == site.count  # only the valid choices are offered
+    assert site.choices[tile.value] == site.decision
+    assert view.measure_button.disabled
+    tile.value = (tile.value + 1) % len(tile.options)
+    assert view.edits() == {site.index: site.choices[tile.value]}
+    assert view.replay is not None and "diff_chg" in view.diff.value
+    assert not msviz.compat.structural_equal(view.replay.mod, best.mod)
+    assert not view.measure_button.disabled
+    view.measure_button.click()
+    assert sent == [view.replay]
+    view.reset_button.click()
+    assert view.edits() == {} and view.diff.value == ""
+
+
+def test_trace_view_error_shows_under_view(stock_run) -> None:
+    view = TraceView(stock_run.trial)
+    view.show(len(stock_run.trials) + 5)
+    assert view.error.text.startswith("[TraceView] trial")
+
+
+def test_code_view(stock_run) -> None:
+    selection = Selection()
+    view = CodeView(stock_run.trial, selection=selection)
+    assert list(view.kind.options) == [
+        "TVMScript", "Trace (Python)", "Lowered TIR", "LLVM IR", "Assembly"]
+    selection.trial = 0
+    assert "sblock" in view.code.value and "trial 0" in view.title.value
+    view.kind.value = "LLVM IR"
+    assert "define" in view.code.value
+    view.show_diff(0, 1)
+    assert "trial 0" in view.diff.value and "diff_" in view.diff.value
+    assert view.error.text == ""
+
+
+def test_rules_editor() -> None:
+    applied = []
+    editor = RulesEditor(RuleSet.default("llvm"), on_apply=applied.append)
+    names = [box.description for box, _ in editor.rule_boxes]
+    assert "MultiLevelTiling" in names and "ParallelizeVectorizeUnroll" in names
+    mlt = dict(editor.rule_boxes)[next(b for b, _ in editor.rule_boxes
+                                       if b.description == "MultiLevelTiling")]
+    mlt["max_innermost_factor"].value = 16
+    assert set(editor.mutator_boxes) >= {"MutateTileSize", "MutateUnroll"}
+    editor.apply_button.click()
+    (rules,) = applied
+    spec = next(s for s in rules.schedule_rules if s.name == "MultiLevelTiling")
+    assert spec.params["max_innermost_factor"] == 16
+    mlt["structure"].value = "SSRXX"
+    editor.apply_button.click()
+    assert len(applied) == 1
+    assert "MultiLevelTiling" in editor.error.text and "structure" in editor.error.text
+
+
+def test_design_space_view_shows_changes() -> None:
+    view = DesignSpaceView("GMM-0")
+    assert len(view.info.spaces) == 3
+    assert all(s.size > 1 for s in view.info.spaces)
+    assert "3 design space(s)" in view.summary.value
+    rules = RuleSet.default("llvm")
+    rules.set("MultiLevelTiling", max_innermost_factor=16)
+    view.show_rules(rules)
+    assert view.changes is not None
+    assert len(view.changes.appeared) == len(view.changes.disappeared) >= 1
+    assert "appeared" in view.summary.value
+
+
+def test_evolution_view(tuned_session) -> None:
+    view = EvolutionView(tuned_session.events.snapshot())
+    gens = view.info.generations
+    assert len(gens) >= 2
+    assert view.generation.value == gens[-1].generation
+    first = gens[0]
+    assert first.initial["fresh"] >= 8
+    assert first.by_score + first.by_random == 8
+    assert len(first.measured_us) == 8
+    assert "epsilon-greedy" in view.summary.value
+    assert len(view.figure.data) >= 1
+
+
+@pytest.mark.parametrize("bad", [-1])
+def test_trace_view_clears(stock_run, bad: int) -> None:
+    view = TraceView(stock_run.trial)
+    view.show(0)
+    assert view.editors.children
+    view.show(bad)
+    assert view.editors.children == () and view.table.value == ""
