@@ -104,7 +104,8 @@ def generated_source(obj: Any, target: Any = "llvm", fmt: str | None = None) -> 
     target : str | dict | Target
         ``"llvm"`` (CPU), ``"c"`` (CPU via C), ``"cuda"`` or any Target.
     fmt : str, optional
-        For llvm: ``"ll"`` (LLVM IR, default) or ``"asm"``. For c: ``"c"``. For cuda:
+        For llvm: ``"ll"`` (LLVM IR, default) or ``"asm"``. For c: ``"c"`` (vectorized loops
+        are emitted as plain loops, since the C backend has no vector types). For cuda:
         ``"cuda"`` (the kernel source, default), ``"host-ll"`` or ``"host-asm"`` (the host code
         that launches it).
 
@@ -120,7 +121,11 @@ def generated_source(obj: Any, target: Any = "llvm", fmt: str | None = None) -> 
     fmt = formats[0] if fmt is None else fmt
     if fmt not in formats:
         raise ValueError(f"fmt must be one of {formats} for a {kind} target, not {fmt!r}")
-    rt = build(obj, target)
+    if kind == "c":  # the C backend has no vector types: emit vectorized loops as plain loops
+        with tvm.transform.PassContext(config={"tirx.disable_vectorize": True}):
+            rt = build(obj, target)
+    else:
+        rt = build(obj, target)
     if kind == "cuda" and fmt == "cuda":
         device = [m for m in rt.imports if m.kind == "cuda"]
         if not device:

@@ -248,11 +248,15 @@ def _normalize_edits(trace: Any, decisions: Any) -> dict[int, Any]:
 _POSTPROC_CACHE: dict[tuple, list] = {}
 
 
-def default_postprocs(mod: Any, target: Any) -> list:
+def default_postprocs(mod: Any, target: Any) -> list[tuple[str, Any]]:
     """MetaSchedule's default postprocessors for ``target``, initialised for ``mod``.
 
     Each is initialised with a ``TuneContext`` as the tuner does (the first TuneContext in a
     process costs ~15 s of imports). Results are cached per workload and target.
+
+    Returns
+    -------
+    postprocs : list of (name, Postproc)
     """
     target = compat.make_target(target)
     kind = "cuda" if target.kind.name == "cuda" else "llvm"
@@ -262,18 +266,19 @@ def default_postprocs(mod: Any, target: Any) -> list:
     return _POSTPROC_CACHE[key]
 
 
-def initialised_postprocs(postprocs: list, mod: Any, target: Any) -> list:
-    """Clones of ``postprocs``, each initialised with a TuneContext of ``mod`` and ``target``."""
+def initialised_postprocs(postprocs: list, mod: Any, target: Any) -> list[tuple[str, Any]]:
+    """Clones of ``postprocs`` with their names, initialised with a TuneContext of ``mod``."""
     ms = compat.ms
+    names = [type(p).__name__ for p in postprocs]
     space = ms.space_generator.PostOrderApply(
         sch_rules=[], postprocs=[p.clone() for p in postprocs], mutator_probs={}
     )
     ctx = ms.TuneContext(mod=mod, target=compat.make_target(target), space_generator=space,
                          task_name="msviz-replay", num_threads=1)
-    return list(ctx.space_generator.postprocs)
+    return list(zip(names, ctx.space_generator.postprocs))
 
 
-def _resolve_postprocs(postprocs: Any, mod: Any, target: Any) -> list:
+def _resolve_postprocs(postprocs: Any, mod: Any, target: Any) -> list[tuple[str, Any]]:
     if postprocs is None or postprocs == "default":
         return default_postprocs(mod, target)
     if postprocs is False:
@@ -284,10 +289,6 @@ def _resolve_postprocs(postprocs: Any, mod: Any, target: Any) -> list:
     if hasattr(space, "postprocs") and not isinstance(postprocs, (list, tuple)):
         return initialised_postprocs(list(space.postprocs), mod, target)
     return initialised_postprocs(list(postprocs), mod, target)
-
-
-def _postproc_name(p: Any) -> str:
-    return type(p).__name__ if type(p).__name__ != "Postproc" else str(p)
 
 
 # -- replay ----------------------------------------------------------------------------------
@@ -374,8 +375,7 @@ def with_decisions(
     applied = []
     procs = _resolve_postprocs(postprocs, base, target)
     sch.enter_postproc()
-    for p in procs:
-        name = _postproc_name(p)
+    for name, p in procs:
         try:
             ok = p.apply(sch)
         except Exception as err:
@@ -383,11 +383,14 @@ def with_decisions(
         else:
             why = ""
         if not ok:
-            raise DecisionError(
+            err = DecisionError(
                 f"postproc {name} rejected the schedule{why} (edited decisions: "
-                f"{_fmt_edits(edits)}); allowed: decisions whose schedule passes every "
-                f"postproc of the target ({', '.join(_postproc_name(q) for q in procs)})"
+                f"{_fmt_edits(edits)}). Allowed: decisions whose schedule passes every "
+                f"postproc ({', '.join(n for n, _ in procs)})"
             )
+            err.index, err.kind, err.value, err.postproc = None, "", dict(edits), name
+            err.allowed = "decisions whose schedule passes every postproc"
+            raise err
         applied.append(name)
     return Replay(schedule=sch, trace=sch.trace, workload_mod=base, target=target,
                   edits=dict(edits), postprocs=applied)

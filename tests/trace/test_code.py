@@ -1,0 +1,50 @@
+"""Generated code of a schedule: TVMScript, lowered TIR, LLVM IR, assembly, C and CUDA."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from msviz import compat, workloads
+from msviz.trace import compile_cuda, generated_source, lowered_tir, tvmscript, with_decisions
+
+
+def test_cpu_code_of_a_replayed_trial(gmm_best):
+    replay = with_decisions(gmm_best)
+    script = tvmscript(replay)
+    assert script == replay.mod.script() == tvmscript(gmm_best)
+    assert ("T.sblock" in script and "T.parallel" in script) or "parallel" in script
+    lowered = lowered_tir(replay)
+    assert "T.sblock" not in lowered and "__tvm_ffi_main" in lowered
+    ll = generated_source(replay, "llvm")
+    assert "define" in ll and "ModuleID" in ll
+    asm = generated_source(replay, "llvm", "asm")
+    assert ".text" in asm
+    c_source = generated_source(replay, "c")
+    assert "#include" in c_source and "for (" in c_source
+    with pytest.raises(ValueError, match="fmt must be one of"):
+        generated_source(replay, "llvm", "cuda")
+
+
+def test_cuda_source_without_a_gpu(make_spaces):
+    mod = workloads.get("GMM", 0).mod
+    space = make_spaces(mod, target="cuda")[0]
+    replay = with_decisions(space, mod=mod, target="cuda")
+    source = generated_source(replay, "cuda")
+    assert "__global__" in source and "threadIdx.x" in source
+    assert "define" in generated_source(replay, "cuda", "host-ll")
+    assert "threadIdx" in lowered_tir(replay, "cuda")
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    ptx = compile_cuda(source)
+    assert b".entry" in ptx
+
+
+def test_manual_cuda_schedule():
+    mod = workloads.get("GMM", 0).mod
+    sch = compat.Schedule(mod)
+    _, i, j, _ = sch.get_loops(sch.get_sblock("Z"))
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    assert "__launch_bounds__(128)" in generated_source(sch, "cuda")
