@@ -1,0 +1,61 @@
+"""The evolutionary-search port: knobs and defaults as MetaSchedule's, the picking rules."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from msviz import compat
+from msviz.engine.evolution import Candidate, EvolutionarySearch
+from msviz.engine.presets import PRESETS, SearchKnobs, knobs_for
+
+
+def test_stock_preset_equals_metaschedule_defaults() -> None:
+    stock = compat.ms.search_strategy.EvolutionarySearch()
+    knobs = knobs_for("stock")
+    for f in dataclasses.fields(SearchKnobs):
+        if hasattr(stock, f.name):
+            assert getattr(knobs, f.name) == pytest.approx(getattr(stock, f.name)), f.name
+    assert knobs.num_empty_iters_before_early_stop == 5
+    assert knobs.cost_model_warmup == 100  # XGBModel's num_warmup_samples
+    assert knobs.skip_db_measured is False
+    assert PRESETS["msviz"] == {"cost_model_warmup": 0, "skip_db_measured": True}
+
+
+@pytest.mark.parametrize("name", ["init_measured_ratio", "genetic_mutate_prob", "eps_greedy"])
+def test_probabilities_must_be_in_unit_range(name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        SearchKnobs(**{name: 1.5})
+
+
+def _search(knobs: SearchKnobs) -> Any:
+    search = EvolutionarySearch.__new__(EvolutionarySearch)
+    search.knobs = knobs
+    search.measured = set()
+    import numpy as np
+
+    search.rng = np.random.default_rng(0)
+    return search
+
+
+def _cands(n: int, start: int = 0) -> list[Candidate]:
+    return [Candidate(None, start + i, 0, "fresh", score=1.0 - i / 100) for i in range(n)]
+
+
+def test_eps_greedy_pick_shares_and_skips_measured() -> None:
+    search = _search(SearchKnobs(eps_greedy=0.25))
+    bests, rands = _cands(10), _cands(10, start=100)
+    picks = search.pick_with_eps_greedy(rands, bests, 8)
+    assert [c.pick for c in picks] == ["score"] * 6 + ["random"] * 2
+    assert [c.shash for c in picks[:6]] == list(range(6))
+    again = search.pick_with_eps_greedy(rands, bests, 8)  # the same bests are measured now
+    assert all(c.shash not in {p.shash for p in picks} for c in again)
+    assert len(again) < 8
+
+
+def test_eps_greedy_falls_back_when_a_side_runs_out() -> None:
+    search = _search(SearchKnobs(eps_greedy=0.5))
+    picks = search.pick_with_eps_greedy(_cands(2, start=50), _cands(1), 4)
+    assert [c.pick for c in picks] == ["score", "random", "random"]

@@ -1,0 +1,69 @@
+"""Re-measuring trials, the replay strategy and the CUDA target without a GPU."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import msviz
+from msviz.engine.measure import cuda_available
+
+
+def test_remeasure_finished_and_paused(stepped: Any, tmp_path: Path, tiny_session: Any) -> None:
+    done, _ = stepped
+    wd = tmp_path / "wd"
+    shutil.copytree(done.work_dir, wd)
+    session = tiny_session(wd, max_trials=12, resume=True)
+    session.step("batch")
+    assert session.wait(300) == "paused"
+    queued = session.remeasure(2, repeats=2)  # applied by the engine while paused
+    result = queued.result(timeout=120)
+    assert result["line"] == 3 and len(result["run_secs"]) == 2 and result["error"] is None
+    trial = msviz.open(wd).trial(5)
+    again = session.remeasure(trial, repeats=1).result(timeout=120)
+    assert again["line"] == 6
+    session.resume()
+    assert session.wait(300) == "finished"
+    later = session.remeasure(trial.schedule.trace, repeats=1).result(timeout=120)  # no worker
+    assert later["run_secs"] and later["line"] is None  # a schedule this session never committed
+    trials = msviz.open(wd).trials
+    assert len(trials["remeasured_secs"].iloc[2]) == 1
+    assert len(trials["remeasured_secs"].iloc[2][0]) == 2
+    assert trials["remeasured_secs"].iloc[0] is None
+    kinds = [e.kind for e in session.events]
+    assert kinds.count("remeasured") == 3
+    # Never during a batch: each re-measure sits between a batch's cost-model update and the
+    # next batch's build.
+    order = [k for k in kinds if k in ("built", "measured", "remeasured")]
+    for i, k in enumerate(order):
+        if k == "remeasured" and i > 0:
+            assert order[i - 1] in ("measured", "remeasured")
+    with pytest.raises(ValueError, match="repeats"):
+        session.remeasure(0, repeats=0)
+
+
+def test_replay_strategy_and_cuda_without_gpu(tmp_path: Path, tiny_session: Any) -> None:
+    if cuda_available() is None:
+        pytest.skip("a CUDA device is present: the no-GPU error path cannot be shown here")
+    session = tiny_session(tmp_path / "wd", target="cuda", strategy="replay", max_trials=4)
+    session.start()
+    assert session.wait(300) == "finished"
+    trials = session.trials
+    assert len(trials) == 4
+    assert trials["error"].str.contains("no CUDA device").all()
+    assert (trials["status"] == "run_error").all()
+    built = session.events.of_kind("built")[0]
+    assert all(r["ok"] for r in built["results"])  # nvcc/codegen side works without a GPU
+
+
+def test_cuda_on_a_gpu(tmp_path: Path, tiny_session: Any) -> None:
+    why = cuda_available()
+    if why is not None:
+        pytest.skip(why)
+    session = tiny_session(tmp_path / "wd", target="cuda", max_trials=4)
+    session.start()
+    assert session.wait(600) == "finished"
+    assert (session.trials["status"] == "ok").any()

@@ -1,0 +1,95 @@
+"""Resuming a work dir: after a kill -9 mid-run, and with a torn last line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msviz
+from msviz.records import database as db_files
+
+CHILD = """
+import sys
+from msviz.engine import Session
+s = Session("GMM-0", work_dir=sys.argv[1], max_trials=int(sys.argv[2]), trials_per_batch=4,
+            population_size=16, init_min_unmeasured=8, genetic_num_iters=1, seed=5,
+            evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
+s.start()
+s.wait()
+"""
+
+
+def _records(work_dir: Path) -> list[tuple[int, Any]]:
+    path = work_dir / db_files.RECORD_FILE
+    out = []
+    for number, text in enumerate(path.read_bytes().split(b"\n")[:-1], start=1):
+        try:
+            out.append((number, json.loads(text)[1][1]))
+        except ValueError:
+            pass
+    return out
+
+
+def test_kill_9_then_resume_loses_nothing(tmp_path: Path, tiny_session: Any) -> None:
+    wd = tmp_path / "wd"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(wd), "16"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and child.poll() is None:
+            path = wd / db_files.RECORD_FILE
+            if path.is_file() and path.read_bytes().count(b"\n") >= 5:
+                break
+            time.sleep(0.05)
+        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    before = _records(wd)
+    assert 5 <= len(before) < 16
+    session = tiny_session(wd, max_trials=16, resume=True, seed=6)
+    session.start()
+    assert session.wait(300) == "finished"
+    trials = msviz.open(wd).trials
+    assert len(trials) == 16 == session.trials_done
+    by_line = {int(r.line): r.run_secs for r in trials.itertuples()}
+    for line, secs in before:  # every trial measured before the kill is still there
+        assert by_line[line] == tuple(secs)
+    started = session.events.of_kind("started")[0]
+    assert started["resumed"] is True
+    first = session.events.of_kind("measured")[0]["trials"][0]
+    assert first["line"] == len(before) + 1
+    # The resumed population is warm-started from the database's best records.
+    init = session.events.of_kind("initial_population")[0]
+    assert init["from_database"] >= 1
+
+
+def test_torn_work_dir_resumes(stepped: Any, tmp_path: Path, tiny_session: Any) -> None:
+    done, _ = stepped
+    wd = tmp_path / "torn"
+    shutil.copytree(done.work_dir, wd)
+    record = (wd / db_files.RECORD_FILE).read_bytes()
+    last = record.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    with open(wd / db_files.RECORD_FILE, "ab") as f:
+        f.write(last[: len(last) // 2])  # a crash mid-append
+    with open(wd / "msviz_sidecar.jsonl", "ab") as f:
+        f.write(b'{"v":1,"kind":"trial","li')
+    session = tiny_session(wd, max_trials=12, resume=True)
+    session.start()
+    assert session.wait(300) == "finished"
+    warnings = session.events.of_kind("warning")
+    assert any("torn" in w["message"] for w in warnings)
+    assert (wd / "msviz_torn_lines.txt").read_bytes().strip().endswith(last[: len(last) // 2])
+    trials = msviz.open(wd).trials  # no MsvizWarning (they are errors in tests)
+    assert len(trials) == 12 and list(trials["line"]) == list(range(1, 13))
+    assert list(trials["batch"].iloc[8:]) == [0] * 4  # the resumed session's first batch
+    assert trials["predicted_score"].notna().all()

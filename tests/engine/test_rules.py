@@ -1,0 +1,89 @@
+"""RuleSet: defaults equal MetaSchedule's, edits are validated, set_rules mid-run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from msviz import compat
+from msviz.engine import RuleError, RuleSet
+
+
+def test_default_rules_match_metaschedule() -> None:
+    rules = RuleSet.default("llvm")
+    built, postprocs, mutators = rules.build()
+    ms = compat.ms
+    stock = list(ms.schedule_rule.ScheduleRule.create("llvm"))
+    assert [type(r).__name__ for r in built] == [type(r).__name__ for r in stock]
+    assert [str(a) for a in built[2:]] == [str(b) for b in stock[2:]]  # reflected fields
+    assert [type(p).__name__ for p in postprocs] == [
+        type(p).__name__ for p in ms.postproc.Postproc.create("llvm")]
+    stock_m = {type(m).__name__: float(p) for m, p in ms.mutator.Mutator.create("llvm").items()}
+    assert {type(m).__name__: p for m, p in mutators.items()} == pytest.approx(stock_m)
+    text = str(rules)
+    assert "MultiLevelTiling(structure='SSRSRS'" in text and "MutateTileSize: 0.9" in text
+
+
+@pytest.mark.parametrize(
+    ("rule", "params", "message"),
+    [
+        ("MultiLevelTiling", {"max_innermost_factor": -1},
+         "MultiLevelTiling.*max_innermost_factor"),
+        ("MultiLevelTiling", {"structure": "SSXS"}, "MultiLevelTiling.*structure"),
+        ("ParallelizeVectorizeUnroll", {"unroll_max_steps": [0, -16]},
+         "ParallelizeVectorizeUnroll.*unroll_max_steps"),
+        ("AddRFactor", {"max_jobs_per_cores": 4}, "AddRFactor.*max_jobs_per_cores"),
+        ("MultiLevelTiling", {"reuse_write": {"req": "sometimes", "levels": [1], "scope": "g"}},
+         "MultiLevelTiling.*reuse_write"),
+        ("NoSuchRule", {}, "NoSuchRule"),
+    ],
+)
+def test_invalid_rules_name_rule_and_parameter(rule: str, params: dict, message: str) -> None:
+    rules = RuleSet.default("llvm")
+    before = str(rules)
+    with pytest.raises(RuleError, match=message):
+        rules.set(rule, **params)
+    assert str(rules) == before  # a rejected edit changes nothing
+
+
+def test_invalid_mutator_probability() -> None:
+    rules = RuleSet.default("llvm")
+    rules.mutator_probs["MutateUnroll"] = -0.5
+    with pytest.raises(RuleError, match="MutateUnroll"):
+        rules.validate()
+    rules.mutator_probs["MutateUnroll"] = 0.1
+    rules.mutator_probs["MutateEverything"] = 0.1
+    with pytest.raises(RuleError, match="MutateEverything"):
+        rules.validate()
+
+
+def test_set_rules_mid_run(tmp_path: Path, tiny_session: Any) -> None:
+    session = tiny_session(tmp_path / "wd", max_trials=8)
+    session.step("batch")
+    assert session.wait(300) == "paused"
+    bad = RuleSet.default("llvm")
+    bad.mutator_probs["MutateParallel"] = float("nan")
+    with pytest.raises(RuleError, match="MutateParallel"):
+        session.set_rules(bad)
+    rules = RuleSet.default("llvm").set(
+        "MultiLevelTiling", structure="SRSRS", max_innermost_factor=8)
+    rules.mutator_probs = {"MutateTileSize": 1.0}
+    done = session.set_rules(rules)
+    assert done.result(timeout=120) is None  # applied while paused
+    session.resume()
+    assert session.wait(300) == "finished"
+    kinds = [e.kind for e in session.events]
+    assert kinds.count("design_spaces") == 2 and "rules_set" in kinds
+    assert kinds.index("rules_set") < len(kinds) - kinds[::-1].index("measured")
+    spaces = session.events.of_kind("design_spaces")[-1]
+    assert "max_innermost_factor=8" in spaces["rules"]
+    # The new spaces tile with 3 levels and innermost factors <= 8.
+    batch1 = session.events.of_kind("picked")[-1]["candidates"]
+    for cand in batch1:
+        tiles = [d[2] for d in cand["decisions"] if d[1] == "SamplePerfectTile"]
+        assert tiles and all(len(t) in (2, 3) and t[-1] <= 8 for t in tiles)
+        assert cand["mutator"] in (None, "MutateTileSize")
+    assert session.trials_done == 8  # same database, same trial count
+    assert session.events.of_kind("cost_model_updated")[-1]["samples"] == 8  # same cost model
