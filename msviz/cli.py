@@ -1,4 +1,4 @@
-"""The ``msviz`` command: ``demo``, ``report`` and ``show``."""
+"""The ``msviz`` command: ``demo``, ``tune``, ``report`` and ``show``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from msviz.engine import Session
 
 __all__ = ["main"]
 
@@ -33,39 +37,73 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from msviz import compat, workloads
+def _progress(session: Session, start: float) -> str:
+    best = session.best_secs
+    flop = session.workload.flop
+    best_text = "-" if best == float("inf") else (
+        f"{best * 1e6:.2f} us ({flop / best / 1e9:.1f} GFLOPS)")
+    stage = next((e.kind for e in reversed(session.events.snapshot()) if e.kind != "log"), "")
+    return (f"\r[{time.perf_counter() - start:6.1f} s] {session.state:<8} {stage:<18} "
+            f"trials {session.trials_done}/{session.max_trials}  best {best_text}   ")
+
+
+def _tune(args: argparse.Namespace, **knobs: object) -> int:
+    from msviz.engine import Session
     from msviz.report import write_report
 
-    workload = workloads.resolve(args.workload)
-    work_dir = Path(args.work_dir)
-    print(f"msviz demo: tuning {workload.name} ({workload.description}) on the local CPU, "
-          f"{args.trials} trials, work dir {work_dir}")
-    compat.quiet_ipython_printing()
-    ms = compat.ms
+    evaluator = {"number": 3, "repeat": 1, "min_repeat_ms": args.min_repeat_ms}
+    session = Session(args.workload, target=args.target, work_dir=args.work_dir,
+                      max_trials=args.trials, trials_per_batch=args.batch, seed=args.seed,
+                      strategy=args.strategy, preset=args.preset, resume=args.resume,
+                      evaluator_config=evaluator, **knobs)
+    workload = session.workload
+    print(f"msviz: tuning {workload.name} ({workload.description}) for "
+          f"{session.target.kind.name}, {args.trials} trials, work dir {session.work_dir}")
     start = time.perf_counter()
-    ms.tir_integration.tune_tir(
-        workload.mod,
-        compat.make_target("llvm"),
-        str(work_dir),
-        max_trials_global=args.trials,
-        num_trials_per_iter=args.batch,
-        builder=compat.local_builder(),
-        runner=ms.runner.LocalRunner(
-            evaluator_config=ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=10)
-        ),
-        cost_model=ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2),
-        strategy=ms.search_strategy.EvolutionarySearch(
-            population_size=64, init_min_unmeasured=32, genetic_num_iters=2
-        ),
-        seed=args.seed,
-        num_tuning_cores=2,
-    )
-    print(f"tuned in {time.perf_counter() - start:.1f} s")
-    _cmd_show(argparse.Namespace(work_dir=work_dir, top=5))
-    report = write_report(work_dir, work_dir / "report.html")
-    print(f"\nreport: {report}")
+    session.start()
+    try:
+        while session.wait(0.5) in ("running", "stopping"):
+            print(_progress(session, start), end="", flush=True)
+    except KeyboardInterrupt:
+        session.stop()
+        session.wait()
+    print(_progress(session, start))
+    if session.state == "failed":
+        print(f"msviz: tuning failed: {session.end_reason}", file=sys.stderr)
+        print(session.events[-1].get("traceback", ""), file=sys.stderr)
+        return 1
+    print(f"{session.state} ({session.end_reason}) in {time.perf_counter() - start:.1f} s\n")
+    _cmd_show(argparse.Namespace(work_dir=session.work_dir, top=5))
+    if not args.no_report:
+        report = write_report(session.work_dir, Path(session.work_dir) / "report.html")
+        print(f"\nreport: {report}")
     return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    # Small search knobs so the demo finishes in about a minute on 2 cores.
+    return _tune(args, population_size=64, init_min_unmeasured=32, genetic_num_iters=2)
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    knobs = {k: getattr(args, k) for k in ("population_size", "genetic_num_iters")
+             if getattr(args, k) is not None}
+    return _tune(args, **knobs)
+
+
+def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str | None) -> None:
+    parser.add_argument("--trials", type=int, default=trials, help=f"trial budget ({trials})")
+    parser.add_argument("--batch", type=int, default=16, help="trials per batch (default 16)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--work-dir", default=work_dir,
+                        help=f"where records go (default {work_dir or 'a new temp dir'})")
+    parser.add_argument("--target", default="llvm", help="llvm (default) or cuda")
+    parser.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay"])
+    parser.add_argument("--preset", default="msviz", choices=["msviz", "stock"])
+    parser.add_argument("--resume", action="store_true", help="continue what the work dir holds")
+    parser.add_argument("--min-repeat-ms", type=int, default=10,
+                        help="runner: minimum time per timing repeat (default 10)")
+    parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,11 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="tune a built-in workload on the CPU and write a report")
     demo.add_argument("--workload", default="GMM-0", help="catalogue workload (default GMM-0)")
-    demo.add_argument("--trials", type=int, default=32, help="trial budget (default 32)")
-    demo.add_argument("--batch", type=int, default=16, help="trials per batch (default 16)")
-    demo.add_argument("--seed", type=int, default=1)
-    demo.add_argument("--work-dir", default="msviz-demo", help="where records go (msviz-demo)")
+    _tune_flags(demo, trials=32, work_dir="msviz-demo")
     demo.set_defaults(func=_cmd_demo)
+
+    tune = sub.add_parser("tune", help="tune a catalogue workload (e.g. GMM-0, C2D-3)")
+    tune.add_argument("workload", help="catalogue name with size index, e.g. GMM-2")
+    _tune_flags(tune, trials=64, work_dir=None)
+    tune.add_argument("--population-size", type=int, help="evolutionary population (512)")
+    tune.add_argument("--genetic-num-iters", type=int, help="genetic iterations (4)")
+    tune.set_defaults(func=_cmd_tune)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a work dir")
     report.add_argument("work_dir")

@@ -144,6 +144,11 @@ class Session:
         """Trials of this task in the work dir (committed ones)."""
         return self._tuner.trials_done if self._tuner is not None else 0
 
+    @property
+    def best_secs(self) -> float:
+        """Mean run time of the fastest successful trial so far (inf if none)."""
+        return self._tuner.best_secs if self._tuner is not None else float("inf")
+
     def subscribe(self, callback: Any, *, replay: bool = False) -> Any:
         """Call ``callback(event)`` for every event (see :meth:`EventLog.subscribe`)."""
         return self.events.subscribe(callback, replay=replay)
@@ -447,6 +452,15 @@ class Session:
     def best(self) -> Any:
         """The best trial so far (``msviz.open(work_dir).best()``)."""
         return self.open().best()
+
+    def dashboard(self, **options: Any) -> Any:
+        """A notebook dashboard following this session (controls, progress, views).
+
+        Imported on call: the engine itself never imports widgets.
+        """
+        from msviz.widgets import Dashboard
+
+        return Dashboard(self, **options)
 
     def __repr__(self) -> str:
         return (f"Session({self.workload.name!r}, state={self._state!r}, "
