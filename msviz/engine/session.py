@@ -366,7 +366,9 @@ class Session:
                 except Exception as err:  # pragma: no cover - keep the first error
                     data.setdefault("close_error", f"{type(err).__name__}: {err}")
         self._fail_commands()
-        self.events.emit(final, task, reason=self.end_reason, trials=self.trials_done, **data)
+        timing = dict(self._tuner.timing) if self._tuner is not None else {}
+        self.events.emit(final, task, reason=self.end_reason, trials=self.trials_done,
+                         timing=timing, **data)
         self._set_state(final)
 
     def _fail_commands(self) -> None:

@@ -66,10 +66,10 @@ class TraceView(W.VBox):
         self.reset_button.on_click(lambda _b: self.show(self.selection.trial))
         self.measure_button.on_click(lambda _b: self.measure())
         self.selection.observe(lambda c: self.show(c["new"]), names="trial")
+        left = W.VBox([self.editors, W.HBox([self.reset_button, self.measure_button])],
+                      layout=W.Layout(min_width="420px", flex="0 0 420px"))
         super().__init__([
-            self.title, W.HBox([W.VBox([self.editors,
-                                        W.HBox([self.reset_button, self.measure_button])]),
-                                self.table]),
+            self.title, W.HBox([left, W.Box([self.table], layout=W.Layout(flex="1 1 auto"))]),
             self.status, self.error, self.diff,
         ])
         if self.selection.trial >= 0:
@@ -108,8 +108,8 @@ class TraceView(W.VBox):
             current = site.choices.index(site.decision) if site.decision in site.choices else 0
             box = W.Dropdown(options=options, value=current, description=label,
                              tooltip=f"{site.subject}: {site.count} valid choices",
-                             style={"description_width": "150px"},
-                             layout=W.Layout(width="360px"))
+                             style={"description_width": "140px"},
+                             layout=W.Layout(width="410px"))
             box.site_index = site.index  # type: ignore[attr-defined]
             box.observe(lambda _c: self.apply_edits(), names="value")
             editors.append(box)

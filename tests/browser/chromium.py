@@ -33,7 +33,7 @@ def chromium(*, offline: bool = True, size: str = "1400,1900") -> Iterator[objec
         options.add_argument(flag)
     if offline:
         options.add_argument("--proxy-server=http://127.0.0.1:9")
-        options.add_argument("--proxy-bypass-list=<-loopback>")
+        options.add_argument("--proxy-bypass-list=127.0.0.1;localhost")
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver

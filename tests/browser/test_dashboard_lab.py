@@ -1,0 +1,134 @@
+"""The dashboard in a real JupyterLab, driven from headless Chromium: Pause, Step batch, the
+table and plot gain the trials, a decision edit shows its diff."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.browser.chromium import chromium
+from tests.browser.jupyterlab import jupyterlab
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+
+CELLS = [
+    "import msviz\n"
+    "session = msviz.Session('GMM-0', work_dir='wd', max_trials=32, trials_per_batch=8,\n"
+    "                        population_size=16, init_min_unmeasured=8, genetic_num_iters=1,\n"
+    "                        seed=7)\n"
+    "dash = session.dashboard()\n"
+    "session.start()\n"
+    "dash",
+]
+
+BAD_TEXT = ("Error displaying widget", "Failed to load model class", "Click to show javascript")
+
+
+def _wait(driver, script: str, timeout: float = 120, what: str = "") -> object:
+    deadline = time.time() + timeout
+    value = None
+    while time.time() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what or script!r} (last value {value!r})")
+
+
+def _count(driver, selector: str) -> int:
+    return driver.execute_script(f"return document.querySelectorAll({selector!r}).length")
+
+
+def _click(driver, selector: str) -> None:
+    driver.execute_script(f"document.querySelector({selector!r}).click()")
+
+
+def _open_tab(driver, title: str) -> None:
+    """A real mouse click on a dashboard tab (lumino tab bars ignore synthetic clicks)."""
+    for tab in driver.find_elements("css selector", ".msviz-dashboard .lm-TabBar-tab"):
+        if title in tab.text:
+            tab.click()
+            return
+    raise AssertionError(f"no tab {title!r}")
+
+
+def _state(driver) -> str:
+    return driver.execute_script(
+        "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+        "return e ? e.textContent : ''")
+
+
+def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
+    root = tmp_path / "lab"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, root / "dashboard.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(root) as url, chromium(offline=True) as driver:
+        try:
+            driver.set_script_timeout(180)
+            driver.get(url.replace("/lab?", "/lab/tree/dashboard.ipynb?"))
+            _wait(driver, "return window.jupyterapp && document.querySelector('.jp-Notebook')",
+                  what="the notebook to open")
+            ok = driver.execute_async_script(
+                "const done = arguments[arguments.length - 1];"
+                "(async () => { const app = window.jupyterapp; await app.restored;"
+                " const panel = app.shell.currentWidget; await panel.sessionContext.ready;"
+                " const r = await app.commands.execute('notebook:run-all-cells');"
+                " done(r); })().catch(e => done('error: ' + e));")
+            assert ok is True, ok
+            _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-pause')",
+                  what="the dashboard to render")
+            _wait(driver, "const b = document.querySelector('.msviz-dashboard .msviz-pause');"
+                  "return b && !b.disabled", what="Pause to be enabled")
+            _click(driver, ".msviz-dashboard .msviz-pause")
+            _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+                  "return e && e.textContent === 'paused'", timeout=240, what="paused")
+            rows_before = _count(driver, ".msviz-tt tbody tr")
+            _click(driver, ".msviz-dashboard .msviz-step-batch")
+            _wait(driver, f"return document.querySelectorAll('.msviz-tt tbody tr').length"
+                  f" >= {rows_before + 8}", timeout=240, what="8 more rows in the table")
+            _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+                  "return e && e.textContent === 'paused'", timeout=120, what="paused again")
+            assert _count(driver, ".msviz-tt tbody tr") >= rows_before + 8
+            # the plot shows them: open the Plots tab and count the points
+            _open_tab(driver, "Plots")
+            _wait(driver, "return document.querySelectorAll("
+                  "'.msviz-dashboard .js-plotly-plot .scatterlayer .point').length >= 8",
+                  timeout=60, what="the trial points in the plot")
+            # select the first trial and edit one decision in the trace view
+            _open_tab(driver, "Trials")
+            driver.find_element("css selector", ".msviz-tt tbody tr").click()
+            _open_tab(driver, "Trace")
+            _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard select')]"
+                  ".some(s => s.options.length > 1 && s.offsetParent)", timeout=120,
+                  what="decision editors")
+            driver.execute_script(
+                "const s = [...document.querySelectorAll('.msviz-dashboard select')]"
+                ".find(s => s.options.length > 1 && s.offsetParent);"
+                "s.selectedIndex = (s.selectedIndex + 1) % s.options.length;"
+                "s.dispatchEvent(new Event('change', {bubbles: true}));")
+            _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-diff "
+                  "table.diff')", timeout=180, what="the TVMScript diff")
+            page = driver.page_source
+            for bad in BAD_TEXT:
+                assert bad not in page
+            driver.save_screenshot(str(ARTIFACTS / "dashboard.png"))
+        except BaseException:
+            driver.save_screenshot(str(ARTIFACTS / "dashboard-failure.png"))
+            raise
+        finally:
+            driver.execute_script(
+                "const app = window.jupyterapp; if (app && app.shell.currentWidget &&"
+                " app.shell.currentWidget.sessionContext) {"
+                " app.shell.currentWidget.sessionContext.session?.kernel?.requestExecute("
+                "{code: 'session.stop(); session.wait(60)'}); }")
+            time.sleep(2)
