@@ -272,16 +272,30 @@ class EvolutionarySearch:
                 break
         return out
 
-    def predict(self, population: Sequence[Candidate]) -> np.ndarray:
-        """``PredictNormalizedScore``: the cost model's scores, clamped to >= 0."""
-        cands = [
-            compat.ms.search_strategy.MeasureCandidate(
-                c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True)
-            )
-            for c in population
-        ]
-        scores = np.asarray(self.cost_model.predict(self.context, cands), dtype="float64")
-        return np.maximum(scores, 0.0)
+    def predict(
+        self, population: Sequence[Candidate], cache: dict[int, float] | None = None
+    ) -> np.ndarray:
+        """``PredictNormalizedScore``: the cost model's scores, clamped to >= 0.
+
+        With a ``cache`` (one per generation: the model does not change within one), a schedule
+        already scored, or met twice in the population, is scored once. Kept parents and
+        duplicate children are common, so this saves a large share of feature extraction.
+        """
+        cache = {} if cache is None else cache
+        todo: dict[int, Candidate] = {}
+        for c in population:
+            if c.shash not in cache and c.shash not in todo:
+                todo[c.shash] = c
+        if todo:
+            cands = [
+                compat.ms.search_strategy.MeasureCandidate(
+                    c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True)
+                )
+                for c in todo.values()
+            ]
+            scores = np.asarray(self.cost_model.predict(self.context, cands), dtype="float64")
+            cache.update(zip(todo, np.maximum(scores, 0.0).tolist()))
+        return np.array([cache[c.shash] for c in population], dtype="float64")
 
     def _mutate(
         self, population: list[Candidate], scores: np.ndarray, iteration: int
@@ -394,8 +408,9 @@ class EvolutionarySearch:
         heap: list[tuple[float, int, Candidate]] = []
         counter = 0
         population = inits
+        score_cache: dict[int, float] = {}
         for iteration in range(knobs.genetic_num_iters + 1):
-            scores = self.predict(population)
+            scores = self.predict(population, score_cache)
             added = 0
             for cand, score in zip(population, scores):
                 cand.score = float(score)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,8 @@ class Tuner:
         self._space_changed = False
         self.measurer: Measurer | None = None
         self.evo: EvolutionarySearch | None = None
+        #: Seconds spent generating candidates / building+running / updating the cost model.
+        self.timing = {"search": 0.0, "measure": 0.0, "cost_model": 0.0}
 
     def emit(self, kind: str, **data: Any) -> None:
         self._emit(kind, self.task, task_index=self.task_index, **data)
@@ -197,7 +200,9 @@ class Tuner:
         while self.trials_done < self.max_trials:
             n = min(self.trials_per_batch, self.max_trials - self.trials_done)
             if self.strategy == "replay":
+                tic = time.perf_counter()
                 cands = self.context.generate_measure_candidates()
+                self.timing["search"] += time.perf_counter() - tic
                 if cands is None:
                     return "the replay search has no more candidates"
                 items = [(c.sch, c.args_info, {"origin": "fresh", "pick": "random"})
@@ -212,11 +217,14 @@ class Tuner:
                 gen = self.evo.generate(n, generation=self.generation)
                 picks: list | None = None
                 while True:
+                    tic = time.perf_counter()
                     try:
                         stage = next(gen)
                     except StopIteration as done:
                         picks = done.value
                         break
+                    finally:
+                        self.timing["search"] += time.perf_counter() - tic
                     self.emit(stage.kind, **stage.data)
                     yield "stage"
                     if self._space_changed:
@@ -243,6 +251,7 @@ class Tuner:
         """Build, run, commit, update the cost model; one event per step."""
         measurer = self.measurer
         batch = self.batch
+        tic = time.perf_counter()
         built = measurer.build([sch.mod for sch, _, _ in items])
         self.emit("built", batch=batch, results=[
             {"ok": b.error is None, "error": b.error} for b in built])
@@ -250,6 +259,7 @@ class Tuner:
         measurer.cleanup(built)
         rows = [self.commit(sch, args, res, info, batch)
                 for (sch, args, info), res in zip(items, results)]
+        self.timing["measure"] += time.perf_counter() - tic
         self.emit("measured", batch=batch, trials=rows, best_us=self.best_secs * 1e6
                   if math.isfinite(self.best_secs) else None)
         runner_results = [compat.ms.runner.RunnerResult(
@@ -257,7 +267,9 @@ class Tuner:
         cands = [compat.ms.search_strategy.MeasureCandidate(sch, args) for sch, args, _ in items]
         if self.strategy == "replay":
             self.context.notify_runner_results(cands, runner_results)
+        tic = time.perf_counter()
         self.update_cost_model(cands, runner_results, results, items, batch)
+        self.timing["cost_model"] += time.perf_counter() - tic
         self.batch += 1
 
     def commit(self, sch: Any, args: Any, res: MeasureResult, info: dict, batch: int) -> dict:
