@@ -20,10 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.conftest import tune_stock  # noqa: E402
-
-import msviz  # noqa: E402
-from msviz.records.database import RECORD_FILE, WORKLOAD_FILE  # noqa: E402
+import msviz
+from msviz.records.database import RECORD_FILE, WORKLOAD_FILE
+from tests.conftest import tune_stock
 
 
 def main() -> None:

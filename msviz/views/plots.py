@@ -85,9 +85,14 @@ class CostModelInfo(NamedTuple):
 
 
 def _spearman(a: pd.Series, b: pd.Series) -> float:
+    """Spearman's rank correlation (ties get their mean rank); NaN when undefined."""
+    import numpy as np
+
     if len(a) < 2 or a.nunique() < 2 or b.nunique() < 2:
         return math.nan
-    return float(a.rank().corr(b.rank()))
+    ra = a.rank().to_numpy(dtype=float)
+    rb = b.rank().to_numpy(dtype=float)
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:

@@ -67,4 +67,7 @@ def replace_figure(widget: Any, fig: Any) -> None:
             widget.data = ()
             for trace in fig.data:
                 widget.add_trace(trace)
-        widget.layout = fig.layout
+        layout = fig.layout.to_plotly_json()
+        if getattr(widget, "_msviz_layout", None) != layout:  # layouts are costly to re-set
+            widget.layout = fig.layout
+            widget._msviz_layout = layout

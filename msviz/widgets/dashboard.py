@@ -68,6 +68,7 @@ class Dashboard(W.VBox):
         self.error = ErrorArea()
         self.updates = 0
         self.last_seq = -1  # the newest event applied
+        self._plots_stale = False
         self.last_update = 0.0
         target = self._target()
 
@@ -180,6 +181,8 @@ class Dashboard(W.VBox):
         return result
 
     def _on_tab(self, change: dict) -> None:
+        if self.tabs.children[change["new"]] is self.plots:
+            self._update_plots()
         if self.spaces is not None and self.tabs.children[change["new"]] is self.spaces \
                 and not self.spaces.info.spaces:
             self.spaces.show_rules(self.session.rules)
@@ -214,8 +217,17 @@ class Dashboard(W.VBox):
             trials = self._trials()
             with self.table.hold_sync():
                 self.table.set_trials(trials)
-            self.plots.update(trials, self._tasks())
+            # plots are the costly redraw: only while their tab shows, else when it opens
+            self._plots_stale = True
+            if self.tabs.selected_index is not None and \
+                    self.tabs.children[self.tabs.selected_index] is self.plots:
+                self._update_plots()
         self._refresh_state(failed=failed)
+
+    def _update_plots(self) -> None:
+        if self._plots_stale:
+            self._plots_stale = False
+            self.plots.update(self._trials(), self._tasks())
 
     def _refresh_state(self, *, failed: list | None = None) -> None:
         trials = self._trials()

@@ -38,7 +38,9 @@ def test_dashboard_drives_a_session(tmp_path: Path) -> None:
     assert "8/16 trials" in dash.progress_label.value and "ETA" in dash.progress_label.value
     assert _enabled(dash) == {"resume", "step_batch", "step_generation", "stop"}
     assert "paused" in dash.state_label.value
-    assert len(dash.plots.history.data[0].x) == 8
+    assert not dash.plots.history.data  # plots redraw only when shown...
+    dash.tabs.selected_index = dash.tabs.titles.index("Plots")
+    assert len(dash.plots.history.data[0].x) == 8  # ...and catch up when their tab opens
 
     # selecting a row anywhere selects it everywhere
     dash.table.selected = dash.table.rows[0]["trial"]
