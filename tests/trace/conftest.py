@@ -9,30 +9,9 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def gmm_work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A GMM-0 work dir written by stock ``tune_tir`` (8 trials, ~15 s)."""
-    from msviz import compat, workloads
-
-    ms = compat.ms
-    compat.quiet_ipython_printing()
-    wd = tmp_path_factory.mktemp("trace_gmm")
-    ms.tir_integration.tune_tir(
-        workloads.get("GMM", 0).mod,
-        compat.make_target("llvm"),
-        str(wd),
-        max_trials_global=8,
-        num_trials_per_iter=8,
-        builder=compat.local_builder(),
-        runner=ms.runner.LocalRunner(
-            evaluator_config=ms.runner.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)
-        ),
-        strategy=ms.search_strategy.EvolutionarySearch(
-            population_size=16, init_min_unmeasured=8, genetic_num_iters=1
-        ),
-        seed=1,
-        num_tuning_cores=2,
-    )
-    return wd
+def gmm_work_dir(stock_work_dirs: dict[str, Path]) -> Path:
+    """The shared GMM-0 work dir written by stock ``tune_tir`` (tests/conftest.py)."""
+    return stock_work_dirs["GMM"]
 
 
 @pytest.fixture(scope="session")
