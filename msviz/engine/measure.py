@@ -127,6 +127,9 @@ class Measurer:
         How the runner times a kernel (stock defaults when None).
     max_workers : int, optional
         Build processes (default: the host's cores).
+    watchdog_slack : float
+        Seconds the watchdog allows on top of the per-candidate timeouts before it declares a
+        pool dead.
     """
 
     def __init__(
@@ -139,12 +142,14 @@ class Measurer:
         runner_timeout: float = 30.0,
         evaluator_config: Any = None,
         max_workers: int | None = None,
+        watchdog_slack: float = 30.0,
     ) -> None:
         self.target = target
         self.device_type = compat.device_type(target)
         self.builder_timeout = float(builder_timeout)
         self.runner_timeout = float(runner_timeout)
         self.max_workers = max_workers or os.cpu_count() or 1
+        self.watchdog_slack = float(watchdog_slack)
         self.evaluator_config = self._evaluator(evaluator_config)
         self._builder_spec, self._runner_spec = builder, runner
         self.builder = self._make_builder(builder)
@@ -197,7 +202,7 @@ class Measurer:
         inputs = [compat.ms.builder.BuilderInput(mod, self.target) for mod in mods]
         before = _popen_children()
         rounds = math.ceil(len(mods) / max(1, self.max_workers))
-        deadline = self.builder_timeout * rounds + 60.0
+        deadline = self.builder_timeout * rounds + 2 * self.watchdog_slack
 
         def on_timeout() -> None:
             _kill(sorted(_popen_children() - before))
@@ -255,7 +260,7 @@ class Measurer:
             compat.ms.runner.RunnerInput(built[i].artifact, self.device_type, args_infos[i])
             for i in todo
         ]
-        deadline = (self.runner_timeout + 10.0) * len(todo) + 30.0
+        deadline = (self.runner_timeout + self.watchdog_slack / 3) * len(todo) + self.watchdog_slack
 
         def call() -> list[Any]:
             return [f.result() for f in runner.run(inputs)]

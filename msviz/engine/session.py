@@ -311,10 +311,17 @@ class Session:
         try:
             with self._measure_lock:
                 tuner = self._tuner
-                if tuner is None or not tuner.ready:
-                    tuner = self._tuner = self._make_tuner()
+                fresh = tuner is None or not tuner.ready
+                if fresh:
+                    tuner = self._make_tuner()
                     tuner.setup()
-                future.set_result(tuner.remeasure(what, repeats))
+                    if self._state == "idle":
+                        self._tuner = tuner  # start() will reuse it
+                try:
+                    future.set_result(tuner.remeasure(what, repeats))
+                finally:
+                    if fresh and tuner is not self._tuner:
+                        tuner.close()  # the session has ended: free its workers again
         except BaseException as err:
             future.set_exception(err)
 
@@ -440,8 +447,9 @@ class Session:
                 import pandas as pd
 
                 from msviz.records.run import TRIAL_COLUMNS
+                from msviz.records.sidecar import SIDECAR_COLUMNS
 
-                return pd.DataFrame(columns=TRIAL_COLUMNS)
+                return pd.DataFrame(columns=TRIAL_COLUMNS + SIDECAR_COLUMNS)
             self._trials_cache = (key, Run(self.work_dir).trials)
         return self._trials_cache[1]
 

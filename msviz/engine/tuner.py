@@ -313,12 +313,16 @@ class Tuner:
                 if r.error_kind != "build" and (r.error or (r.run_secs and sum(r.run_secs) > 0))]
         capture = _Capture()
         xgb_logger = logging.getLogger(_XGB_LOGGER)
+        # Its lines go to the task log and the event, never to a console handler that a stock
+        # tune_tir may have installed (it would print into the notebook cell from this thread).
+        propagate, xgb_logger.propagate = xgb_logger.propagate, False
         xgb_logger.addHandler(capture)
         try:
             self.cost_model.update(self.context, [cands[i] for i in keep],
                                    [runner_results[i] for i in keep])
         finally:
             xgb_logger.removeHandler(capture)
+            xgb_logger.propagate = propagate
         for line in capture.lines:
             self.logger.debug(line)
         predicted = np.array([items[i][2].get("predicted_score", np.nan) for i in keep], float)

@@ -67,3 +67,35 @@ def test_cuda_on_a_gpu(tmp_path: Path, tiny_session: Any) -> None:
     session.start()
     assert session.wait(600) == "finished"
     assert (session.trials["status"] == "ok").any()
+
+
+def test_watchdog_replaces_a_runner_that_stops_answering() -> None:
+    import os
+    import signal
+
+    from msviz import compat, workloads
+    from msviz.engine.measure import Measurer
+
+    wl = workloads.get("GMM-0")
+    sch = compat.Schedule(wl.mod)
+    args = compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True)
+    m = Measurer(compat.make_target("llvm"), runner_timeout=1.0, watchdog_slack=3.0,
+                 evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
+    try:
+        built = m.build([sch.mod])
+        assert built[0].error is None
+        first = m.run(built, [args])[0]
+        assert first.ok  # the runner's persistent worker is up now
+        workers = list(m.runner.pool._worker_map.values())
+        stuck = [w._proc.pid for w in workers if w._proc is not None]
+        assert stuck
+        os.kill(stuck[0], signal.SIGSTOP)  # a worker that never answers again
+        old_runner = m.runner
+        hung = m.run(built, [args])[0]
+        assert not hung.ok and "watchdog" in hung.error and hung.error_kind == "run"
+        assert m.runner is not old_runner and m.pools_replaced == 1
+        again = m.run(built, [args])[0]  # the replacement pool works
+        assert again.ok
+        m.cleanup(built)
+    finally:
+        m.close()
