@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -19,6 +20,11 @@ def tune_stock(workload: str, work_dir: Path, *, trials: int = 8, seed: int = 1,
 
     ms = compat.ms
     compat.quiet_ipython_printing()
+    # pytest's log-capture handlers end up on MetaSchedule's logger after a first tune_tir;
+    # they have no name, and tune_tir's logging setup formats every handler name (None fails).
+    tvm_logger = logging.getLogger(ms.logging.__name__.rsplit(".", 1)[0])
+    for handler in [h for h in tvm_logger.handlers if h.get_name() is None]:
+        tvm_logger.removeHandler(handler)
     builder = kw.pop("builder", None) or compat.local_builder()
     ms.tir_integration.tune_tir(
         workloads.get(workload).mod,
