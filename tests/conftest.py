@@ -49,14 +49,19 @@ def tune_stock(workload: str, work_dir: Path, *, trials: int = 8, seed: int = 1,
 @pytest.fixture(scope="session")
 def stock_work_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """GMM, C2D and SFM work dirs from stock ``tune_tir``; GMM also holds 4 failed trials."""
-    from msviz import compat
-
     root = tmp_path_factory.mktemp("stock")
     out = {key: tune_stock(name, root / key) for key, name in STOCK_WORKLOADS.items()}
     # A second stock run into the same GMM work dir whose builder always times out: the
     # database gets run_secs=[1e10] records and the log gets their error text.
-    tune_stock(
-        "GMM-0", out["GMM"], trials=4, seed=2,
-        builder=compat.ms.builder.LocalBuilder(timeout_sec=0.001, f_build=compat.fast_build),
-    )
+    tune_stock("GMM-0", out["GMM"], trials=4, seed=2, builder=timing_out_builder())
     return out
+
+
+def timing_out_builder() -> object:
+    """A stock LocalBuilder whose every build times out (after its start-up check passed:
+    that check runs under the same timeout and would fail on a loaded machine)."""
+    from msviz import compat
+
+    builder = compat.ms.builder.LocalBuilder(timeout_sec=30, f_build=compat.fast_build)
+    builder.timeout_sec = 0.001
+    return builder
