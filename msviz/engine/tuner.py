@@ -290,8 +290,9 @@ class Tuner:
                            error_kind=res.error_kind, error=res.error, run_secs=res.run_secs,
                            **info)
         self._log_trial(task_trial, res)
+        latency = sum(secs) / len(secs) * 1e6 if res.ok else None
         return {"line": line, "task_trial": task_trial, "run_secs": res.run_secs,
-                "error_kind": res.error_kind, "error": res.error, **info}
+                "latency_us": latency, "error_kind": res.error_kind, "error": res.error, **info}
 
     def _log_trial(self, task_trial: int, res: MeasureResult) -> None:
         head = f"[tuner.py:0] [Task #{self.task_index}: {self.task}] Trial #{task_trial + 1}: "

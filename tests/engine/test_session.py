@@ -45,6 +45,7 @@ def test_events_are_plain_snapshots(stepped: Any) -> None:
                for c in picked["candidates"])
     measured = session.events.of_kind("measured")[0]
     assert [t["line"] for t in measured["trials"]] == [1, 2, 3, 4]
+    assert all(t["latency_us"] > 0 and t["error"] is None for t in measured["trials"])
     updated = session.events.of_kind("cost_model_updated")[0]
     assert updated["samples"] == 4
 
