@@ -272,7 +272,8 @@ class Tuner:
         self.timing["cost_model"] += time.perf_counter() - tic
         self.batch += 1
 
-    def commit(self, sch: Any, args: Any, res: MeasureResult, info: dict, batch: int) -> dict:
+    def commit(self, sch: Any, args: Any, res: MeasureResult, info: dict,
+               batch: int | None) -> dict:
         """Add one trial to the stock database, then its sidecar line and log line."""
         secs = list(res.run_secs) if res.run_secs else [compat.FAILED_RUN_SECS]
         self.database.commit_tuning_record(
@@ -356,10 +357,18 @@ class Tuner:
         built = self.measurer.build([sch.mod])
         res = self.measurer.run(built, [args], evaluator_config=config)[0]
         self.measurer.cleanup(built)
-        self.sidecar.remeasure(line, list(res.run_secs) if res.run_secs else None,
-                               task=self.task, repeats=repeats, error=res.error,
-                               error_kind=res.error_kind)
-        data = {"line": line, "repeats": repeats, "run_secs": res.run_secs, "error": res.error}
+        if line is None:
+            # A schedule the database does not hold (e.g. an edited decision) becomes a trial
+            # of its own, so it shows in the trials table next to what the search measured.
+            row = self.commit(sch, args, res, {"origin": "edit", "pick": "user"}, batch=None)
+            data = {"line": row["line"], "repeats": repeats, "run_secs": res.run_secs,
+                    "error": res.error, "new_trial": True}
+        else:
+            self.sidecar.remeasure(line, list(res.run_secs) if res.run_secs else None,
+                                   task=self.task, repeats=repeats, error=res.error,
+                                   error_kind=res.error_kind)
+            data = {"line": line, "repeats": repeats, "run_secs": res.run_secs,
+                    "error": res.error, "new_trial": False}
         self.emit("remeasured", **data)
         return data
 
@@ -378,4 +387,24 @@ class Tuner:
         if not isinstance(sch, compat.Schedule):
             raise TypeError("remeasure takes a trial index, a Trial, a Trace or a Schedule, "
                             f"not {type(what).__name__}")
-        return sch, self._line_by_hash.get(int(compat.structural_hash(sch.mod)))
+        shash = int(compat.structural_hash(sch.mod))
+        if shash not in self._line_by_hash:
+            self._index_stored_lines()
+        return sch, self._line_by_hash.get(shash)
+
+    def _index_stored_lines(self) -> None:
+        """Hash every stored record of this workload once (records from before a resume)."""
+        from msviz.records.run import Run
+
+        if getattr(self, "_stored_indexed", False):
+            return
+        self._stored_indexed = True
+        run = Run(self.work_dir)
+        for row in run.trials.itertuples():
+            if row.workload != self.workload_index:
+                continue
+            try:
+                mod = run.trial(int(row.Index)).mod
+            except Exception:  # a record whose trace no longer replays: not a match
+                continue
+            self._line_by_hash.setdefault(int(compat.structural_hash(mod)), int(row.line))

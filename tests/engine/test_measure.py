@@ -28,10 +28,12 @@ def test_remeasure_finished_and_paused(stepped: Any, tmp_path: Path, tiny_sessio
     session.resume()
     assert session.wait(300) == "finished"
     later = session.remeasure(trial.schedule.trace, repeats=1).result(timeout=120)  # no worker
-    assert later["run_secs"] and later["line"] is None  # a schedule this session never committed
+    # a trace of a stored record (committed before the resume) is found by its module
+    assert later["run_secs"] and later["line"] == 6 and not later["new_trial"]
     trials = msviz.open(wd).trials
     assert len(trials["remeasured_secs"].iloc[2]) == 1
     assert len(trials["remeasured_secs"].iloc[2][0]) == 2
+    assert len(trials["remeasured_secs"].iloc[5]) == 2  # by Trial, then by its trace
     assert trials["remeasured_secs"].iloc[0] is None
     kinds = [e.kind for e in session.events]
     assert kinds.count("remeasured") == 3

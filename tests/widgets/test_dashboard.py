@@ -58,6 +58,20 @@ def test_dashboard_drives_a_session(tmp_path: Path) -> None:
     assert dash.settle()
     assert dash.table.total == 16 and dash.progress.bar_style == "success"
     assert _enabled(dash) == set()
+
+    # edit one decision in the trace view, Measure: the edited schedule becomes a new trial
+    dash.selection.trial = int(session.best().index)
+    tile = next(b for b in dash.trace_view.editors.children
+                if "PerfectTile" in getattr(b, "description", "") and len(b.options) > 1)
+    tile.value = (tile.value + 1) % len(tile.options)
+    assert "diff_chg" in dash.trace_view.diff.value
+    future = dash.trace_view.measure()
+    result = future.result(timeout=300)
+    assert result["new_trial"] and result["error"] is None
+    assert dash.settle()
+    assert dash.table.total == 17
+    edited = session.trials.iloc[-1]
+    assert edited["origin"] == "edit" and edited["status"] == "ok" and edited["latency_us"] > 0
     dash.click("start")  # makes no sense now: said under the dashboard, nothing raised
     assert dash.error.text.startswith("[Dashboard] Session.start() makes no sense now")
     assert dash.adapter.errors == []
