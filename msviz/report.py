@@ -82,6 +82,7 @@ def render_report(run: Run | str | Path, *, title: str | None = None) -> str:
         name = str(task["task"])
         parts.append(f"<h2>Task {html.escape(name)}</h2>")
         fig = best_so_far_figure(info, task=name)
+        fig.update_layout(template="plotly_white")
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
         plotly_js = False
         parts.append(_best_section(run, name))

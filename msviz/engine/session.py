@@ -436,22 +436,31 @@ class Session:
     # -- results ----------------------------------------------------------------------------------
 
     @property
-    def trials(self) -> Any:
-        """The trials in the work dir as ``msviz.open(work_dir).trials`` gives them (live)."""
+    def run(self) -> Any:
+        """The work dir as a :class:`msviz.Run`, re-read only when its files grew (live);
+        None before the first record."""
         from msviz.records.run import Run
 
         files = [self.work_dir / db_files.RECORD_FILE, self.work_dir / "msviz_sidecar.jsonl"]
         key = tuple(f.stat().st_size if f.is_file() else -1 for f in files)
+        if key[0] < 0:
+            return None
         if self._trials_cache is None or self._trials_cache[0] != key:
-            if key[0] < 0:
-                import pandas as pd
-
-                from msviz.records.run import TRIAL_COLUMNS
-                from msviz.records.sidecar import SIDECAR_COLUMNS
-
-                return pd.DataFrame(columns=TRIAL_COLUMNS + SIDECAR_COLUMNS)
-            self._trials_cache = (key, Run(self.work_dir).trials)
+            self._trials_cache = (key, Run(self.work_dir))
         return self._trials_cache[1]
+
+    @property
+    def trials(self) -> Any:
+        """The trials in the work dir as ``msviz.open(work_dir).trials`` gives them (live)."""
+        run = self.run
+        if run is None:
+            import pandas as pd
+
+            from msviz.records.run import TRIAL_COLUMNS
+            from msviz.records.sidecar import SIDECAR_COLUMNS
+
+            return pd.DataFrame(columns=TRIAL_COLUMNS + SIDECAR_COLUMNS)
+        return run.trials
 
     def open(self) -> Any:
         """The work dir as a :class:`msviz.Run` (a fresh read)."""

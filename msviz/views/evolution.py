@@ -93,6 +93,6 @@ def evolution_figure(info: GenerationInfo) -> Any:
             x=["picked"] * len(info.picked_scores), y=list(info.picked_scores), mode="markers",
             name=f"picked ({info.by_score} by score, {info.by_random} random)"))
     fig.update_layout(title=f"Generation {info.generation}: predicted scores",
-                      yaxis_title="Predicted score", template="plotly_white", height=340,
+                      yaxis_title="Predicted score", height=340,
                       margin={"l": 60, "r": 20, "t": 50, "b": 40})
     return fig

@@ -134,7 +134,7 @@ def best_so_far_figure(
     title = "Best so far" + (f": {task}" if task else "")
     fig.update_layout(
         title=title, xaxis_title="Trial" if x == "trial" else "Wall time (s)",
-        yaxis_title=info.label, template="plotly_white", height=380,
+        yaxis_title=info.label, height=380,
         margin={"l": 60, "r": 20, "t": 50, "b": 45},
     )
     if info.metric == "latency_us":

@@ -8,7 +8,10 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
-__all__ = ["ErrorArea", "Selection", "code_html", "replace_figure"]
+__all__ = ["ErrorArea", "Selection", "code_html", "figure_widget", "replace_figure"]
+
+#: The plotly template the widgets draw with (set once per figure widget, kept on updates).
+TEMPLATE = "plotly_white"
 
 
 class Selection(traitlets.HasTraits):
@@ -55,8 +58,17 @@ class ErrorArea(W.HTML):
         return html.unescape(re.sub(r"<[^>]+>", "", self.value))
 
 
+def figure_widget() -> Any:
+    """An empty plotly FigureWidget styled with :data:`TEMPLATE`."""
+    import plotly.graph_objects as go
+
+    return go.FigureWidget(layout={"template": TEMPLATE})
+
+
 def replace_figure(widget: Any, fig: Any) -> None:
-    """Make a FigureWidget show ``fig`` in place (no new widget), in one batched update."""
+    """Make a FigureWidget show ``fig`` in place (no new widget), in one batched update.
+
+    The widget keeps its own template; ``fig`` comes from a view function (no template)."""
     with widget.batch_update():
         if len(widget.data) == len(fig.data) and all(
             a.type == b.type for a, b in zip(widget.data, fig.data, strict=True)
@@ -69,5 +81,5 @@ def replace_figure(widget: Any, fig: Any) -> None:
                 widget.add_trace(trace)
         layout = fig.layout.to_plotly_json()
         if getattr(widget, "_msviz_layout", None) != layout:  # layouts are costly to re-set
-            widget.layout = fig.layout
+            widget.layout = {**layout, "template": widget.layout.template}
             widget._msviz_layout = layout

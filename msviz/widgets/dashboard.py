@@ -69,6 +69,7 @@ class Dashboard(W.VBox):
         self.updates = 0
         self.last_seq = -1  # the newest event applied
         self._plots_stale = False
+        self._evolution_stale = False
         self.last_update = 0.0
         target = self._target()
 
@@ -90,7 +91,7 @@ class Dashboard(W.VBox):
         trials = self._trials()
         self.table = TrialTable(trials)
         traitlets.link((self.table, "selected"), (self.selection, "trial"))
-        self.plots = PlotPanel(trials, self._tasks(), run=self._run)
+        self.plots = PlotPanel(trials, self._tasks(), run=lambda: self.run)
         on_measure = None
         if self.session is not None:
             on_measure = lambda replay: self.session.remeasure(replay.schedule)  # noqa: E731
@@ -141,12 +142,8 @@ class Dashboard(W.VBox):
 
     @property
     def run(self) -> Any:
-        """The records as a Run (re-read for a live session when new trials arrived)."""
-        if self.session is not None:
-            n = len(self.session.trials)
-            if self._run is None or len(self._run.trials) != n:
-                self._run = self.session.open() if n else None
-        return self._run
+        """The records as a Run (for a live session: re-read when new trials arrived)."""
+        return self.session.run if self.session is not None else self._run
 
     def get_trial(self, index: int) -> Any:
         """The trial at row ``index`` (for the trace and code views)."""
@@ -183,6 +180,8 @@ class Dashboard(W.VBox):
     def _on_tab(self, change: dict) -> None:
         if self.tabs.children[change["new"]] is self.plots:
             self._update_plots()
+        if self.tabs.children[change["new"]] is self.evolution:
+            self._update_evolution()
         if self.spaces is not None and self.tabs.children[change["new"]] is self.spaces \
                 and not self.spaces.info.spaces:
             self.spaces.show_rules(self.session.rules)
@@ -196,7 +195,9 @@ class Dashboard(W.VBox):
             e for e in events if e.kind == "failed"])
         if self.evolution is not None and kinds & {"initial_population", "generation",
                                                    "picked", "measured"}:
-            self.evolution.update(self.session.events.snapshot())
+            self._evolution_stale = True
+            if self._showing(self.evolution):
+                self._update_evolution()
         self.updates += 1
         self.last_seq = max(self.last_seq, max(e.seq for e in events))
         self.last_update = time.monotonic()
@@ -219,10 +220,18 @@ class Dashboard(W.VBox):
                 self.table.set_trials(trials)
             # plots are the costly redraw: only while their tab shows, else when it opens
             self._plots_stale = True
-            if self.tabs.selected_index is not None and \
-                    self.tabs.children[self.tabs.selected_index] is self.plots:
+            if self._showing(self.plots):
                 self._update_plots()
         self._refresh_state(failed=failed)
+
+    def _showing(self, view: Any) -> bool:
+        index = self.tabs.selected_index
+        return index is not None and self.tabs.children[index] is view
+
+    def _update_evolution(self) -> None:
+        if self._evolution_stale and self.evolution is not None:
+            self._evolution_stale = False
+            self.evolution.update(self.session.events.snapshot())
 
     def _update_plots(self) -> None:
         if self._plots_stale:

@@ -7,10 +7,9 @@ import math
 from typing import Any
 
 import ipywidgets as W
-import plotly.graph_objects as go
 
 from msviz.views.evolution import EvolutionInfo, evolution_figure, evolution_info
-from msviz.widgets.common import ErrorArea, replace_figure
+from msviz.widgets.common import ErrorArea, figure_widget, replace_figure
 
 __all__ = ["EvolutionView"]
 
@@ -39,7 +38,7 @@ class EvolutionView(W.VBox):
         self.info = EvolutionInfo(())
         self.generation = W.Dropdown(options=[], description="Generation")
         self.summary = W.HTML()
-        self.figure = go.FigureWidget()
+        self.figure = figure_widget()
         self.error = ErrorArea()
         self.generation.observe(lambda _c: self._draw(), names="value")
         super().__init__([self.generation, self.summary, self.figure, self.error])

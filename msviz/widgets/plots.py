@@ -7,12 +7,11 @@ import warnings
 from typing import Any
 
 import ipywidgets as W
-import plotly.graph_objects as go
 
 from msviz.errors import MsvizWarning
 from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
-from msviz.widgets.common import ErrorArea, replace_figure
+from msviz.widgets.common import ErrorArea, figure_widget, replace_figure
 
 __all__ = ["PlotPanel"]
 
@@ -26,7 +25,7 @@ class PlotPanel(W.VBox):
         ``Run.trials`` or ``Session.trials``.
     tasks : pandas.DataFrame, optional
         ``Run.tasks``, for the per-task bars of multi-task runs.
-    run : Run, optional
+    run : Run or callable returning one, optional
         To read decisions from trial traces (parallel coordinates); drawn on request.
     """
 
@@ -36,12 +35,12 @@ class PlotPanel(W.VBox):
         self.metric = W.ToggleButtons(options=[("latency", "latency_us"), ("GFLOPS", "gflops")],
                                       value="latency_us")
         self.color_by = W.Dropdown(options=["status"], value="status", description="Colour by")
-        self.history = go.FigureWidget()
-        self.scatter = go.FigureWidget()
-        self.cost_model = go.FigureWidget()
-        self.task_bars = go.FigureWidget()
+        self.history = figure_widget()
+        self.scatter = figure_widget()
+        self.cost_model = figure_widget()
+        self.task_bars = figure_widget()
         self.task_bars_box = W.Box([self.task_bars], layout=W.Layout(display="none"))
-        self.decisions = go.FigureWidget()
+        self.decisions = figure_widget()
         self.decisions_button = W.Button(description="Plot decisions", icon="sliders",
                                          tooltip="read the fastest trials' traces")
         self.error = ErrorArea()
@@ -82,7 +81,7 @@ class PlotPanel(W.VBox):
 
     def plot_decisions(self, run: Any = None) -> None:
         """Draw decisions against latency for the fastest trials (reads their traces)."""
-        run = run or self._run
+        run = run or (self._run() if callable(self._run) else self._run)
         if run is None:
             self.error.show(self, "no run to read decisions from")
             return

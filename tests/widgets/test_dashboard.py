@@ -51,6 +51,7 @@ def test_dashboard_drives_a_session(tmp_path: Path) -> None:
     dash.buttons["step_generation"].click()
     assert session.wait(300) == "paused"
     assert dash.settle()
+    dash.tabs.selected_index = dash.tabs.titles.index("Evolution")  # redrawn when shown
     assert dash.evolution.info.generations
 
     dash.buttons["resume"].click()
