@@ -3,7 +3,9 @@
 The engine calls :meth:`UIAdapter._on_event` on its worker thread; that only appends to a list.
 At most ``max_rate`` times a second, the pending events are handed, in one batch, to the
 handlers on the kernel's asyncio loop (``loop.call_soon_threadsafe``), where widgets may be
-changed safely. A slow handler delays only the next redraw, never the engine.
+changed safely; an event the user waits for (:data:`URGENT_KINDS`: a batch measured, a state
+change) goes at once, with whatever is pending. A slow handler delays only the next redraw,
+never the engine.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from typing import Any
 __all__ = ["UIAdapter"]
 
 Handler = Callable[[list], Any]
+
+#: Events the user waits to see (a batch measured, the state changed): delivered at once.
+#: The chatty rest (log lines, search stages) waits for the next slot of ``max_rate``.
+URGENT_KINDS = frozenset({"measured", "remeasured", "started", "paused", "resumed", "finished",
+                          "stopped", "failed"})
 
 
 class UIAdapter:
@@ -59,14 +66,15 @@ class UIAdapter:
         self.handlers.append(handler)
 
     def _on_event(self, event: Any) -> None:  # engine thread: append and return
+        urgent = getattr(event, "kind", None) in URGENT_KINDS
         with self._lock:
             if self._closed:
                 return
             self._pending.append(event)
-            if self._scheduled:
+            if self._scheduled and not urgent:
                 return
             self._scheduled = True
-        delay = max(0.0, self._last + self.min_interval - time.monotonic())
+        delay = 0.0 if urgent else max(0.0, self._last + self.min_interval - time.monotonic())
         if self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.loop.call_later, delay, self.flush)
         else:

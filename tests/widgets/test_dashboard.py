@@ -130,11 +130,18 @@ def test_adapter_batches_on_the_loop() -> None:
     while len(got) < 1000 and time.monotonic() < deadline:
         time.sleep(0.05)
     elapsed = time.monotonic() - start
-    loop.call_soon_threadsafe(loop.stop)
-    loop_thread.join(5)
     assert [e.data["message"] for e in got] == [str(i) for i in range(1000)]
     assert threads == {loop_thread.ident}
     assert 1 <= adapter.deliveries <= elapsed * 10 + 2
+    # a state change right after a delivery is not held back by the rate limit
+    log.emit("log", "t", message="chatty")
+    emitted = time.monotonic()
+    log.emit("paused", "t")
+    while got[-1].kind != "paused" and time.monotonic() - emitted < 5:
+        time.sleep(0.001)
+    assert got[-1].kind == "paused" and time.monotonic() - emitted < 0.05
+    loop.call_soon_threadsafe(loop.stop)
+    loop_thread.join(5)
     adapter.close()
     log.emit("log", "t", message="after close")
-    assert len(got) == 1000
+    assert len(got) == 1002
