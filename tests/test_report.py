@@ -21,8 +21,8 @@ def test_report_is_self_contained(stock_work_dirs: dict[str, Path], tmp_path: Pa
     assert not re.search(r"<script[^>]+src=", text)
     assert "Best so far" in text
     assert "LocalBuilder: Timeout" in text  # failures visible with their error text
-    assert text.count('class="failed"') == 4
     run = msviz.open(stock_work_dirs["GMM"])
+    assert text.count('class="failed"') == int((run.trials["status"] != "ok").sum()) >= 4
     assert f"Best trial #{run.best().index}" in text
     assert "sch.get_sblock" in text and "T.sblock" in text
 
@@ -44,4 +44,6 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_cli_show(stock_work_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(stock_work_dirs["SFM"]), "--top", "2"]) == 0
     out = capsys.readouterr().out
-    assert "Speed (GFLOPS)" in out and "8 trials, 0 failed" in out
+    trials = msviz.open(stock_work_dirs["SFM"]).trials
+    failed = int((trials["status"] != "ok").sum())
+    assert "Speed (GFLOPS)" in out and f"{len(trials)} trials, {failed} failed" in out

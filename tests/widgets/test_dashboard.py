@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from pathlib import Path
@@ -40,7 +41,8 @@ def test_dashboard_drives_a_session(tmp_path: Path) -> None:
     assert "paused" in dash.state_label.value
     assert not dash.plots.history.data  # plots redraw only when shown...
     dash.tabs.selected_index = dash.tabs.titles.index("Plots")
-    assert len(dash.plots.history.data[0].x) == 8  # ...and catch up when their tab opens
+    ok = int((session.trials["status"] == "ok").sum())
+    assert len(dash.plots.history.data[0].x) == ok > 0  # ...and catch up when their tab opens
 
     # selecting a row anywhere selects it everywhere
     dash.table.selected = dash.table.rows[0]["trial"]
@@ -65,7 +67,7 @@ def test_dashboard_drives_a_session(tmp_path: Path) -> None:
     tile = next(b for b in dash.trace_view.editors.children
                 if "PerfectTile" in getattr(b, "description", "") and len(b.options) > 1)
     tile.value = (tile.value + 1) % len(tile.options)
-    assert "diff_chg" in dash.trace_view.diff.value
+    assert re.search("diff_(add|chg|sub)", dash.trace_view.diff.value)
     future = dash.trace_view.measure()
     result = future.result(timeout=300)
     assert result["new_trial"] and result["error"] is None

@@ -9,8 +9,8 @@ from msviz.widgets import Selection, TrialTable
 
 def test_sort_filter_page(stock_run) -> None:
     table = TrialTable(stock_run.trials, page_size=5)
-    assert table.total == 12 and table.pages == 3 and len(table.rows) == 5
-    assert table.options["status"] == ["build_timeout", "ok"]
+    assert table.total == len(stock_run.trials) == 12 and table.pages == 3 and len(table.rows) == 5
+    assert {"build_timeout", "ok"} <= set(table.options["status"])
     assert [r["trial"] for r in table.rows] == [0, 1, 2, 3, 4]
     table.sort_by = "latency_us"
     ok = stock_run.trials.dropna(subset=["latency_us"]).sort_values("latency_us")
@@ -18,7 +18,8 @@ def test_sort_filter_page(stock_run) -> None:
     table.ascending = False
     assert table.rows[0]["trial"] == int(ok["trial"].iloc[-1])
     table.filters = {"status": "build_timeout"}
-    assert table.total == 4 and table.pages == 1 and table.page == 0
+    timeouts = int((stock_run.trials["status"] == "build_timeout").sum())
+    assert table.total == timeouts >= 4 and table.pages == 1 and table.page == 0
     assert all("LocalBuilder: Timeout" in r["error"] for r in table.rows)
     table.page = 7  # past the end: clamped
     assert table.page == 0

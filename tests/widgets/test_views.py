@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import msviz
@@ -22,7 +24,9 @@ def test_plot_panel(stock_run) -> None:
     panel = PlotPanel(stock_run.trials, stock_run.tasks, run=stock_run)
     names = [t.name for t in panel.history.data]
     assert names == ["trial", "best so far", "failed"]
-    assert len(panel.history.data[0].x) == 8 and len(panel.history.data[2].x) == 4
+    ok = int((stock_run.trials["status"] == "ok").sum())
+    assert len(panel.history.data[0].x) == ok
+    assert len(panel.history.data[2].x) == len(stock_run.trials) - ok >= 4
     assert panel.history.layout.xaxis.title.text == "Trial"
     panel.x_axis.value = "time"
     assert panel.history.layout.xaxis.title.text == "Wall time (s)"
@@ -64,7 +68,7 @@ def test_trace_view_edit_and_measure(stock_run) -> None:
     assert view.measure_button.disabled
     tile.value = (tile.value + 1) % len(tile.options)
     assert view.edits() == {site.index: site.choices[tile.value]}
-    assert view.replay is not None and "diff_chg" in view.diff.value
+    assert view.replay is not None and re.search("diff_(add|chg|sub)", view.diff.value)
     assert not msviz.compat.structural_equal(view.replay.mod, best.mod)
     assert not view.measure_button.disabled
     view.measure_button.click()
