@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from msviz.records import Run, open_work_dir
-from msviz.views import best_so_far_figure, best_so_far_info, task_table_info, trial_table_info
+from msviz.views import (
+    best_so_far_figure,
+    best_so_far_info,
+    failure_triage_info,
+    task_table_info,
+    trial_table_info,
+)
 
 __all__ = ["render_report", "write_report"]
 
@@ -86,6 +92,10 @@ def render_report(run: Run | str | Path, *, title: str | None = None) -> str:
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
         plotly_js = False
         parts.append(_best_section(run, name))
+    triage = failure_triage_info(run.trials).frame
+    if len(triage):
+        parts.append("<h2>Failures by cause</h2>")
+        parts.append(_table(triage.set_index("status"), text_columns=("cause", "trials")))
     table = trial_table_info(run.trials)
     parts.append("<h2>Trials</h2>")
     if table.note:

@@ -25,6 +25,20 @@ def test_report_is_self_contained(stock_work_dirs: dict[str, Path], tmp_path: Pa
     assert text.count('class="failed"') == int((run.trials["status"] != "ok").sum()) >= 4
     assert f"Best trial #{run.best().index}" in text
     assert "sch.get_sblock" in text and "T.sblock" in text
+    assert "Failures by cause" in text
+
+
+def test_failure_triage_groups_by_cause(stock_work_dirs: dict[str, Path]) -> None:
+    from msviz.views import failure_triage_info
+
+    trials = msviz.open(stock_work_dirs["GMM"]).trials
+    frame = failure_triage_info(trials).frame
+    assert frame["count"].sum() == int((trials["status"] != "ok").sum())
+    timeout = frame[frame["cause"].str.contains("killed after 0.001")]
+    assert len(timeout) == 1 and timeout.iloc[0]["count"] >= 4
+    assert timeout.iloc[0]["status"] == "build_timeout"
+    assert "8, 9, 10, 11" in timeout.iloc[0]["trials"]
+    assert failure_triage_info(trials[trials["status"] == "ok"]).frame.empty
 
 
 def test_report_on_empty_run(tmp_path: Path) -> None:

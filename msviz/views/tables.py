@@ -10,6 +10,7 @@ __all__ = [
     "FILTER_COLUMNS",
     "TableInfo",
     "TrialPageInfo",
+    "failure_triage_info",
     "task_table_info",
     "trial_page_info",
     "trial_table_info",
@@ -160,3 +161,29 @@ def trial_page_info(
         for values in chunk[list(columns)].itertuples(index=False, name=None)
     )
     return TrialPageInfo(columns, rows, total, page, pages, options)
+
+
+def failure_triage_info(trials: pd.DataFrame) -> TableInfo:
+    """Failed trials grouped by cause: status and the error's last meaningful line, with counts
+    and the trials they hit (most frequent first)."""
+    failed = trials[trials["status"] != "ok"]
+    if failed.empty:
+        return TableInfo(pd.DataFrame(columns=["status", "cause", "count", "trials"]), "")
+
+    def cause(error: object) -> str:
+        if not isinstance(error, str) or not error.strip():
+            return "(no error text: the stock database keeps only run_secs=[1e10])"
+        lines = [ln.strip() for ln in error.strip().splitlines() if ln.strip()]
+        # the exception line of a traceback says most; the first line says who failed
+        exc = [ln for ln in lines if ln.split(":", 1)[0].endswith(("Error", "Exception"))]
+        return (exc[-1] if exc else lines[-1])[:200]
+
+    keyed = failed.assign(cause=failed["error"].map(cause))
+    groups = [
+        {"status": status, "cause": why, "count": len(group),
+         "trials": ", ".join(map(str, group["trial"].head(12)))
+         + (" ..." if len(group) > 12 else "")}
+        for (status, why), group in keyed.groupby(["status", "cause"], sort=False)
+    ]
+    frame = pd.DataFrame(groups).sort_values("count", ascending=False, kind="stable")
+    return TableInfo(frame.reset_index(drop=True), "")

@@ -90,6 +90,7 @@ class Dashboard(W.VBox):
 
         trials = self._trials()
         self.table = TrialTable(trials)
+        self.triage = W.HTML()
         traitlets.link((self.table, "selected"), (self.selection, "trial"))
         self.plots = PlotPanel(trials, self._tasks(), run=lambda: self.run)
         on_measure = None
@@ -98,7 +99,8 @@ class Dashboard(W.VBox):
         self.trace_view = TraceView(self.get_trial, selection=self.selection, target=target,
                                     on_measure=on_measure)
         self.code_view = CodeView(self.get_trial, selection=self.selection, target=target)
-        children = [("Trials", self.table), ("Plots", self.plots), ("Trace", self.trace_view),
+        children = [("Trials", W.VBox([self.triage, self.table])), ("Plots", self.plots),
+                    ("Trace", self.trace_view),
                     ("Code", self.code_view)]
         self.evolution = self.spaces = self.rules_editor = None
         if self.session is not None:
@@ -218,11 +220,25 @@ class Dashboard(W.VBox):
             trials = self._trials()
             with self.table.hold_sync():
                 self.table.set_trials(trials)
+            self._refresh_triage(trials)
             # plots are the costly redraw: only while their tab shows, else when it opens
             self._plots_stale = True
             if self._showing(self.plots):
                 self._update_plots()
         self._refresh_state(failed=failed)
+
+    def _refresh_triage(self, trials: Any) -> None:
+        """Failures grouped by cause, above the table (hidden while there are none)."""
+        from msviz.views import failure_triage_info
+
+        frame = failure_triage_info(trials).frame if len(trials) else None
+        if frame is None or frame.empty:
+            self.triage.value = ""
+            return
+        self.triage.value = (
+            "<details open class='msviz-triage'><summary><b>Failures by cause</b> "
+            f"({int(frame['count'].sum())})</summary>"
+            + frame.to_html(index=False, escape=True, border=0) + "</details>")
 
     def _showing(self, view: Any) -> bool:
         index = self.tabs.selected_index
