@@ -70,6 +70,8 @@ class Dashboard(W.VBox):
         self.last_seq = -1  # the newest event applied
         self._plots_stale = False
         self._evolution_stale = False
+        self._final_state: str | None = None  # from a finished/stopped/failed event
+        self._failure = ""  # the engine's error text once the session failed
         self.last_update = 0.0
         target = self._target()
 
@@ -193,6 +195,10 @@ class Dashboard(W.VBox):
     def on_events(self, events: list) -> None:
         """Apply a batch of session events (called by the adapter on the kernel loop)."""
         kinds = {e.kind for e in events}
+        # The session emits its final event just before it switches state: trust the event.
+        finals = [e.kind for e in events if e.kind in ("finished", "stopped", "failed")]
+        if finals:
+            self._final_state = finals[-1]
         self._refresh(full=bool(kinds & _REFRESH_KINDS), failed=[
             e for e in events if e.kind == "failed"])
         if self.evolution is not None and kinds & {"initial_population", "generation",
@@ -211,6 +217,7 @@ class Dashboard(W.VBox):
             if self.adapter is not None:
                 self.adapter.flush()
             if self.session is None or self.last_seq >= len(self.session.events.snapshot()) - 1:
+                self._refresh_state()  # the state may have changed after its last event
                 return True
             time.sleep(0.02)
         return False
@@ -261,6 +268,8 @@ class Dashboard(W.VBox):
         ok = trials["latency_us"].dropna() if len(trials) else []
         best = f"{ok.min():.3f} µs" if len(ok) else "n/a"
         state = self.session.state if self.session is not None else "finished"
+        if self._final_state is not None:
+            state = self._final_state
         eta = ""
         if self.session is not None and state in ("running", "paused"):
             started = [e.time for e in self.session.events.of_kind("started")]
@@ -276,9 +285,9 @@ class Dashboard(W.VBox):
             elif self.progress.bar_style != "danger":
                 self.progress.bar_style = "success" if state == "finished" else "info"
             self.progress_label.value = f"{done}/{total} trials · best {best}{eta}"
-            message = ""
-            for event in failed or []:
-                message = event.get("error") or event.get("traceback") or ""
+            for event in failed or []:  # the failure stays shown, like the red bar
+                self._failure = event.get("error") or event.get("traceback") or "failed"
+            message = self._failure
             self.state_label.value = (
                 f"state: <b class='msviz-state'>{state}</b>"
                 + (f"<pre style='color:#b00020'>{html.escape(str(message))}</pre>"
