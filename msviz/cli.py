@@ -57,8 +57,10 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
                       strategy=args.strategy, preset=args.preset, resume=args.resume,
                       evaluator_config=evaluator, **knobs)
     workload = session.workload
-    print(f"msviz: tuning {workload.name} ({workload.description}) for "
-          f"{session.target.kind.name}, {args.trials} trials, work dir {session.work_dir}")
+    from msviz.compat import describe_target
+
+    print(f"msviz: tuning {workload.name} ({workload.description}) on "
+          f"{describe_target(session.target)}, {args.trials} trials, work dir {session.work_dir}")
     start = time.perf_counter()
     session.start()
     try:
@@ -97,7 +99,9 @@ def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str |
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--work-dir", default=work_dir,
                         help=f"where records go (default {work_dir or 'a new temp dir'})")
-    parser.add_argument("--target", default="llvm", help="llvm (default) or cuda")
+    parser.add_argument("--target", default="llvm",
+                        help="llvm (default: this machine's CPU, its vector units), cuda, a tag, "
+                        "or a JSON dict of target attributes")
     parser.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay"])
     parser.add_argument("--preset", default="msviz", choices=["msviz", "stock"])
     parser.add_argument("--resume", action="store_true", help="continue what the work dir holds")

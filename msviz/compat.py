@@ -1,29 +1,24 @@
 """The one place that knows where MetaSchedule lives and how TVM objects become plain data.
 
-TVM 0.27 moved MetaSchedule to ``tvm.s_tir.meta_schedule`` (blocks became ``T.sblock``) and
-made targets dict-built; earlier releases had ``tvm.meta_schedule``. Everything else in msviz
-imports MetaSchedule through this module.
+msviz pins apache-tvm 0.27, where MetaSchedule is ``tvm.s_tir.meta_schedule`` (blocks are
+``T.sblock``) and targets are built from dicts. Everything else in msviz imports MetaSchedule
+through this module, and asks it what the host CPU is.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 import tvm
 import tvm_ffi
 
-try:  # TVM >= 0.27
-    ms = importlib.import_module("tvm.s_tir.meta_schedule")
-    tir_schedule = importlib.import_module("tvm.s_tir.schedule")
-    MS_NAMESPACE = "tvm.s_tir.meta_schedule"
-except ImportError:  # pragma: no cover - older TVM
-    ms = importlib.import_module("tvm.meta_schedule")
-    tir_schedule = importlib.import_module("tvm.tir.schedule")
-    MS_NAMESPACE = "tvm.meta_schedule"
-
-tir = importlib.import_module("tvm.tirx") if hasattr(tvm, "tirx") else tvm.tir
+MS_NAMESPACE = "tvm.s_tir.meta_schedule"
+ms = importlib.import_module(MS_NAMESPACE)
+tir_schedule = importlib.import_module("tvm.s_tir.schedule")
+tir = importlib.import_module("tvm.tirx")
 
 Schedule = tir_schedule.Schedule
 Trace = tir_schedule.Trace
@@ -47,7 +42,9 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
     Parameters
     ----------
     target : str | dict | tvm.target.Target
-        ``"llvm"`` (the host CPU, with ``num-cores`` filled in), ``"cuda"`` (a CUDA target with the
+        ``"llvm"`` (this machine's CPU: ``mcpu`` from LLVM's host query, the vector extensions the
+        operating system does not report turned off, ``num-cores`` filled in; see
+        :func:`host_cpu`), ``"cuda"`` (a CUDA target with the
         hardware attributes MetaSchedule's rules need, hosted on the CPU), a registered tag such as
         ``"nvidia/nvidia-h100"``, a dict of target attributes, or a Target.
     num_cores : int, optional
@@ -70,7 +67,7 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
             f"target must be a str, dict or tvm.target.Target, not {type(target).__name__}"
         )
     if target == "llvm":
-        return tvm.target.Target({"kind": "llvm", "num-cores": cores})
+        return tvm.target.Target(host_target_spec(cores))
     if target == "cuda":
         return tvm.target.Target(
             {
@@ -94,6 +91,120 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
             f"unknown target {target!r}: use 'llvm', 'cuda', a tag such as 'nvidia/nvidia-h100', "
             f"or a dict like {{'kind': 'llvm', 'num-cores': 2}} ({err})"
         ) from None
+
+
+class HostCPU(NamedTuple):
+    """What LLVM and the operating system say about this machine's CPU.
+
+    Attributes
+    ----------
+    mcpu : str | None
+        LLVM's name for the host CPU (``llvm_get_system_cpu``), None if LLVM does not know it.
+    disabled : tuple of str
+        Vector/matrix extensions LLVM's tables give ``mcpu`` but the operating system does not
+        report (a virtual machine may hide some, e.g. AMX); code using them would die with SIGILL,
+        so they are turned off in ``mattr``.
+    features : tuple of str
+        The extensions that stay on (``avx*`` / ``amx*``), for display.
+    """
+
+    mcpu: str | None
+    disabled: tuple[str, ...]
+    features: tuple[str, ...]
+
+
+_HOST_CPU: HostCPU | None = None
+_ISA_PREFIXES = ("avx", "amx")
+
+
+def _norm_feature(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _os_cpu_flags(path: str = "/proc/cpuinfo") -> set[str] | None:
+    """The CPU flags the kernel reports, normalized (None where there is no /proc/cpuinfo)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return {_norm_feature(x) for x in line.split(":", 1)[1].split()}
+    except OSError:
+        return None
+    return None
+
+
+def host_cpu(*, cpu_flags: set[str] | None = None) -> HostCPU:
+    """This machine's CPU as LLVM names it, minus the extensions the OS does not enable.
+
+    Parameters
+    ----------
+    cpu_flags : set of str, optional
+        The OS's CPU flags (``/proc/cpuinfo``'s, read if None). Given explicitly, nothing is
+        cached (for tests).
+    """
+    global _HOST_CPU
+    if cpu_flags is None and _HOST_CPU is not None:
+        return _HOST_CPU
+    codegen = tvm.target.codegen
+    mcpu = str(codegen.llvm_get_system_cpu() or "")
+    if not mcpu or mcpu == "generic" or not codegen.llvm_is_valid_cpu(
+            mcpu, str(codegen.llvm_get_system_triple())):
+        info = HostCPU(None, (), ())
+    else:
+        llvm_features = sorted(str(f) for f in codegen.llvm_get_cpu_features(
+            tvm.target.Target({"kind": "llvm", "mcpu": mcpu})))
+        isa = [f for f in llvm_features if f.startswith(_ISA_PREFIXES)]
+        flags = _os_cpu_flags() if cpu_flags is None else {_norm_feature(f) for f in cpu_flags}
+        if flags is None:  # no /proc/cpuinfo: trust LLVM
+            info = HostCPU(mcpu, (), tuple(isa))
+        else:
+            info = HostCPU(mcpu, tuple(f for f in isa if _norm_feature(f) not in flags),
+                           tuple(f for f in isa if _norm_feature(f) in flags))
+    if cpu_flags is None:
+        _HOST_CPU = info
+    return info
+
+
+def host_target_spec(num_cores: int | None = None) -> dict[str, Any]:
+    """The dict of the llvm target for this machine's CPU (what ``"llvm"`` means in msviz)."""
+    cpu = host_cpu()
+    spec: dict[str, Any] = {"kind": "llvm"}
+    if cpu.mcpu:
+        spec["mcpu"] = cpu.mcpu
+    if cpu.disabled:
+        spec["mattr"] = [f"-{f}" for f in cpu.disabled]
+    spec["num-cores"] = num_cores or _host_cores()
+    return spec
+
+
+def describe_target(target: Any) -> str:
+    """One line naming a target for people: kind, CPU, widest vector unit, cores.
+
+    ``llvm znver4 (AVX-512, 2 cores)``; ``llvm generic x86-64 (no mcpu: SSE only, 2 cores)``;
+    ``cuda sm_90 (host llvm znver4)``.
+    """
+    if not isinstance(target, tvm.target.Target):
+        target = make_target(target)
+    kind = str(target.kind.name)
+    attrs = target.attrs
+    if kind == "llvm":
+        mcpu = str(attrs["mcpu"]) if "mcpu" in attrs else ""
+        cores = int(attrs["num-cores"]) if "num-cores" in attrs else None
+        extra = [f"{cores} cores"] if cores else []
+        if not mcpu:
+            return f"llvm generic ({', '.join(['no mcpu: baseline ISA only', *extra])})"
+        has = tvm.target.codegen.llvm_cpu_has_features
+        width = "AVX-512" if has(["avx512f"], target) else "AVX2" if has(["avx2"], target) \
+            else "SSE"
+        if has(["avx512vnni"], target):
+            width += " VNNI"
+        return f"llvm {mcpu} ({', '.join([width, *extra])})"
+    text = kind
+    if "arch" in attrs:
+        text += f" {attrs['arch']}"
+    if target.host is not None:
+        text += f" (host {describe_target(target.host)})"
+    return text
 
 
 def _host_cores() -> int:

@@ -10,6 +10,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from msviz.compat import describe_target
 from msviz.records import Run, open_work_dir
 from msviz.views import (
     best_so_far_figure,
@@ -119,8 +120,10 @@ def _best_section(run: Run, task: str) -> str:
     except ValueError as err:
         return f'<p class="note">{html.escape(str(err))}</p>'
     trace_py = "\n".join(best.trace.as_python(remove_postproc=False))
+    target = describe_target(best.record.target)
     return (
         f"<h3>Best trial #{best.index}: {best.latency_us:.3f} µs, {best.gflops:.3f} GFLOPS</h3>"
+        f'<p class="target">Target: {html.escape(target)}</p>'
         f"<h4>Trace</h4><pre>{html.escape(trace_py)}</pre>"
         f"<h4>TVMScript</h4><pre>{html.escape(best.mod.script())}</pre>"
     )

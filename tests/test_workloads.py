@@ -21,11 +21,36 @@ def test_catalogue_workloads(name: str, flop: int | None) -> None:
         assert wl.flop == flop
 
 
+#: Size 0 of every catalogue name: argument shapes (inputs then output) and FLOP written out by
+#: hand from each operator's definition (2 per multiply-add; out-size x reduction size).
+CATALOGUE = {
+    "C1D": ([(1, 256, 64), (3, 64, 128), (1, 128, 128)], 2 * 128 * 128 * 3 * 64),
+    "C2D": ([(1, 224, 224, 3), (7, 7, 3, 64), (1, 112, 112, 64)], 2 * 112 * 112 * 64 * 7 * 7 * 3),
+    "C3D": ([(1, 16, 224, 224, 3), (7, 7, 7, 3, 64), (1, 8, 112, 112, 64)],
+            2 * 8 * 112 * 112 * 64 * 7 * 7 * 7 * 3),
+    "GMM": ([(1, 128, 128)] * 3, 2 * 128**3),
+    "GRP": ([(1, 56, 56, 64), (3, 3, 16, 128), (1, 28, 28, 128)], 2 * 28 * 28 * 128 * 3 * 3 * 16),
+    "DIL": ([(1, 224, 224, 3), (7, 7, 3, 64), (1, 109, 109, 64)], 2 * 109 * 109 * 64 * 7 * 7 * 3),
+    "DEP": ([(1, 112, 112, 32), (1, 3, 3, 32), (1, 112, 112, 32)], 2 * 112 * 112 * 32 * 3 * 3),
+    "T2D": ([(1, 4, 4, 512), (4, 4, 512, 256), (1, 8, 8, 256)], None),
+    "CAP": ([(1, 16, 16, 4, 4, 32), (3, 3, 4, 4, 32, 32), (1, 8, 8, 4, 4, 32)], None),
+    "NRM": ([(1, 256, 256), (1,)], None),
+    "SFM": ([(256, 256), (256, 256)], None),
+    "CBR": ([(1, 224, 224, 3), (7, 7, 3, 64), (64,), (64,), (64,), (1, 112, 112, 64)], None),
+    "TBG": ([(1, 128, 12, 64), (1, 128, 12, 64), (1, 12, 128, 128)], 2 * 12 * 128 * 128 * 64),
+}
+
+
 def test_every_catalogue_name_builds() -> None:
-    names = workloads.catalogue()
-    assert {"GMM", "C2D", "SFM", "CBR", "DEP"} <= set(names)
-    for name in names:
-        assert workloads.get(name, 0).mod is not None
+    assert sorted(workloads.catalogue()) == sorted(CATALOGUE)
+    for name, (shapes, flop) in CATALOGUE.items():
+        wl = workloads.get(name, 0)
+        args = compat.ArgInfo.from_prim_func(wl.mod["main"])
+        assert [tuple(int(d) for d in a.shape) for a in args] == shapes, name
+        assert all(str(a.dtype) == "float32" for a in args), name
+        assert wl.flop > 0, name
+        if flop is not None:
+            assert wl.flop == flop, name
 
 
 def test_custom_shape_and_index_forms() -> None:

@@ -89,6 +89,8 @@ class Dashboard(W.VBox):
         self.progress = W.IntProgress(min=0, max=1, value=0, layout=W.Layout(width="420px"))
         self.progress_label = W.HTML()
         self.state_label = W.HTML()
+        self.target_label = W.HTML(_target_text(target))
+        self.target_label.add_class("msviz-target")
 
         trials = self._trials()
         self.table = TrialTable(trials)
@@ -118,7 +120,8 @@ class Dashboard(W.VBox):
 
         controls = W.HBox(list(self.buttons.values())) if self.session is not None else W.HBox()
         super().__init__([
-            controls, W.HBox([self.progress, self.progress_label]), self.state_label,
+            controls, W.HBox([self.progress, self.progress_label]),
+            W.HBox([self.state_label, self.target_label]),
             self.error, self.tabs,
         ])
         self.add_class("msviz-dashboard")
@@ -301,3 +304,16 @@ class Dashboard(W.VBox):
         if self.adapter is not None:
             self.adapter.close()
         super().close()
+
+
+def _target_text(target: Any) -> str:
+    """The header line naming where kernels are compiled for (and measured)."""
+    import html
+
+    from msviz.compat import describe_target
+
+    try:
+        text = describe_target(target)
+    except Exception as err:  # a stored target this TVM cannot parse: say so, keep the dashboard
+        text = f"unknown ({type(err).__name__})"
+    return f"&nbsp;&middot;&nbsp;target: <code>{html.escape(text)}</code>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tvm
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import msviz
@@ -140,7 +140,7 @@ def test_cuda_postprocs_reject_too_many_threads(make_spaces):
     pytest.fail("no cuda design space with two 5-level tiles of extent 128")
 
 
-# -- property: random edits always replay or raise the msviz exception -----------------------
+# -- properties: valid edits replay to exactly the edit; a junk edit is named --------------------
 
 JUNK = st.one_of(
     st.integers(-3, 600),
@@ -148,35 +148,52 @@ JUNK = st.one_of(
     st.text(max_size=3),
     st.none(),
 )
+#: Edits of these kinds change loop extents or a categorical only: the loops and blocks that later
+#: instructions refer to stay, so a valid choice must always replay.
+LOCAL_KINDS = ("SamplePerfectTile", "SampleCategorical")
+
+
+def _is_choice(site, value) -> bool:
+    as_tuple = tuple(value) if isinstance(value, list) else value
+    return any(as_tuple == c and type(as_tuple) is type(c) for c in site.choices)
+
+
+def _draw_space(data, spaces):
+    name = data.draw(st.sampled_from(sorted(spaces)), label="workload")
+    mod, space_list = spaces[name]
+    return mod, data.draw(st.sampled_from(space_list), label="space")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_random_edits_replay_or_raise(spaces, data):
-    name = data.draw(st.sampled_from(sorted(spaces)), label="workload")
-    mod, space_list = spaces[name]
-    space = data.draw(st.sampled_from(space_list), label="space")
-    sites = [s for s in decision_sites(space, mod) if s.editable]
+def test_valid_tile_and_categorical_edits_replay_to_the_edit(spaces, data):
+    mod, space = _draw_space(data, spaces)
+    sites = [s for s in decision_sites(space, mod) if s.editable and s.kind in LOCAL_KINDS]
     chosen = data.draw(st.lists(st.sampled_from(sites), min_size=1, max_size=3,
                                 unique_by=lambda s: s.index), label="sites")
-    edits = {}
-    for site in chosen:
-        valid = st.sampled_from(site.choices)
-        edits[site.index] = data.draw(
-            st.one_of(valid, JUNK) if data.draw(st.booleans(), label="junk?") else valid,
-            label=f"decision@{site.index}",
-        )
-    try:
-        replay = with_decisions(space, edits, mod=mod)
-    except msviz.DecisionError as err:
-        assert str(err)
-        event("DecisionError")
-        return
-    event("replayed")
+    edits = {s.index: data.draw(st.sampled_from(s.choices), label=f"@{s.index}") for s in chosen}
+    replay = with_decisions(space, edits, mod=mod)  # a DecisionError here fails the test
     insts = list(replay.trace.insts)
     for index, value in edits.items():
         got = compat.to_jsonable(replay.trace.get_decision(insts[index]))
-        assert got == (list(value) if isinstance(value, (tuple, list)) else value)
+        assert got == (list(value) if isinstance(value, tuple) else value)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_junk_edit_raises_naming_its_instruction(spaces, data):
+    mod, space = _draw_space(data, spaces)
+    sites = [s for s in decision_sites(space, mod) if s.editable]
+    bad = data.draw(st.sampled_from(sites), label="junk site")
+    junk = data.draw(JUNK.filter(lambda v: not _is_choice(bad, v)), label="junk")
+    others = [s for s in sites if s.kind in LOCAL_KINDS and s.index != bad.index]
+    edits = {s.index: data.draw(st.sampled_from(s.choices), label=f"@{s.index}")
+             for s in data.draw(st.lists(st.sampled_from(others), max_size=2,
+                                         unique_by=lambda s: s.index), label="others")} \
+        if others else {}
+    edits[bad.index] = junk
+    with pytest.raises(msviz.DecisionError, match=rf"^instruction {bad.index} \({bad.kind}\b"):
+        with_decisions(space, edits, mod=mod)
 
 
 def test_an_edit_that_breaks_a_later_instruction(make_spaces):
