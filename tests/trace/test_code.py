@@ -36,7 +36,8 @@ def test_cpu_code_of_a_replayed_trial(gmm_best):
     lib[lib.entry_name](*args)
     np.testing.assert_allclose(args[2].numpy(), x @ y, rtol=1e-4, atol=1e-3)
     # Every tile decision of the trace shows up as loop extents in the printed TVMScript.
-    extents = [int(m) for m in re.findall(r"T\.(?:serial|parallel|vectorized|unroll)\((\d+)", script)]
+    loops = re.findall(r"T\.(?:serial|parallel|vectorized|unroll)\((\d+)", script)
+    extents = [int(m) for m in loops]
     grids = re.findall(r"T\.grid\(([\d, ]+)\)", script)
     extents += [int(v) for m in grids for v in m.split(",")]
     for site in decision_sites(replay):
