@@ -3,6 +3,7 @@ units (real TVM, real LLVM, a real 8-trial session)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -94,6 +95,11 @@ def test_the_default_session_uses_wide_vector_registers(tmp_path):
     session.start()
     assert session.wait(600) == "finished", session.end_reason
     best = session.best()
+    # the target is stored with every record (the stock database's own JSON)
+    lines = (tmp_path / "wd" / "database_tuning_record.json").read_text().splitlines()
+    stored = [json.loads(line)[1][2] for line in lines]
+    assert len(stored) == 8
+    assert all(t["mcpu"] == str(CODEGEN.llvm_get_system_cpu()) for t in stored)
     asm = generated_source(best.schedule, session.target, "asm")
     assert re.search(r"%[yz]mm\d", asm), "no ymm/zmm register in the best kernel"
     generic = generated_source(best.schedule, {"kind": "llvm", "num-cores": 2}, "asm")
