@@ -138,7 +138,7 @@ def cost_model_figure(info: CostModelInfo) -> Any:
                     name=f"batch {b.batch} (rho={_rho(b.spearman)})") for b in info.batches]
     )
     fig.update_layout(
-        title=f"Cost model vs measured (Spearman rho {_rho(info.spearman)})",
+        title=f"Cost model (Spearman rho {_rho(info.spearman)})",
         xaxis_title="Predicted score", yaxis_title="Measured GFLOPS", **_LAYOUT)
     if not info.batches:
         note_figure(fig, "no cost-model scores yet: msviz keeps the predicted score of each "
@@ -174,6 +174,17 @@ def decision_plot_info(decisions: pd.DataFrame) -> DecisionPlotInfo:
     )
 
 
+#: Short axis labels of the decision kinds (the full names overlap on a narrow plot).
+_SHORT_KINDS = {"SamplePerfectTile": "tile", "SampleCategorical": "categorical",
+                "SampleComputeLocation": "compute-at"}
+
+
+def _short_site(site: str) -> str:
+    """``"#4 SamplePerfectTile"`` -> ``"#4 tile"``."""
+    index, _, kind = site.partition(" ")
+    return f"{index} {_SHORT_KINDS.get(kind, kind)}".strip()
+
+
 def decision_plot_figure(info: DecisionPlotInfo) -> Any:
     """Parallel coordinates: one axis per decision site, lines coloured by latency."""
     import plotly.graph_objects as go
@@ -182,7 +193,7 @@ def decision_plot_figure(info: DecisionPlotInfo) -> Any:
     for site, vals in zip(info.sites, info.values, strict=True):
         labels = sorted(set(vals))
         code = {v: i for i, v in enumerate(labels)}
-        dims.append({"label": site, "values": [code[v] for v in vals],
+        dims.append({"label": _short_site(site), "values": [code[v] for v in vals],
                      "tickvals": list(range(len(labels))), "ticktext": labels})
     lat = list(info.latency_us)
     dims.append({"label": "latency (µs)", "values": lat})

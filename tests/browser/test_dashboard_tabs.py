@@ -44,7 +44,7 @@ const graphs = [...root.querySelectorAll('.js-plotly-plot')].filter(visible).map
       .filter(p => (p.getAttribute('d') || '').length > 2).length,
     boxes: g.querySelectorAll('.boxlayer .box path, .boxlayer path.box').length,
     bars: g.querySelectorAll('.barlayer .point').length,
-    parcoords: g.querySelectorAll('.parcoords .axis-title, .parcoords-lines').length,
+    parcoords: g.querySelectorAll('.parcoords .axis .tick').length,
     gl: g.querySelectorAll('canvas.gl-canvas').length,
     note: [...g.querySelectorAll('.annotation-text')].map(a => a.textContent).join(' | '),
   };
@@ -65,6 +65,42 @@ def _survey(driver) -> dict:
 def _has_data(graph: dict) -> bool:
     return graph["points"] + graph["lines"] + graph["boxes"] + graph["bars"] \
         + graph["parcoords"] > 0
+
+
+def _toggle(driver, text: str) -> None:
+    for button in driver.find_elements("css selector", ".msviz-dashboard .widget-toggle-button"):
+        if button.text.strip() == text:
+            button.click()
+            return
+    raise AssertionError(f"no toggle button {text!r}")
+
+
+_FIRST_GRAPH = "const g = [...document.querySelectorAll('.msviz-dashboard .js-plotly-plot')]" \
+    ".filter(e => e.offsetParent)[0];"
+
+
+def _check_toggles(driver) -> dict:
+    """GFLOPS then wall time on the best-so-far plot: the axes follow in the browser (a log
+    axis or a note left over from the previous figure would stay without a reset)."""
+    _toggle(driver, "GFLOPS")
+    _wait(driver, _FIRST_GRAPH + "return g._fullLayout.yaxis.type === 'linear'", timeout=60,
+          what="a linear GFLOPS axis")
+    _toggle(driver, "by wall time")
+    _wait(driver, _FIRST_GRAPH + "return g._fullLayout.xaxis.title.text === 'Wall time (s)'",
+          timeout=60, what="the wall-time axis")
+    time.sleep(1.0)
+    driver.save_screenshot(str(ARTIFACTS / "tab-plots-wall-time.png"))
+    seconds = driver.execute_script(_FIRST_GRAPH + "return g.data[0].x")
+    wall = driver.execute_script(_FIRST_GRAPH + "return g._fullLayout.xaxis.range")
+    assert 0 <= min(seconds) and max(seconds) < 600, seconds  # seconds, not µs or ns
+    driver.execute_script("document.querySelector('.msviz-dashboard .parcoords')"
+                          ".scrollIntoView({block: 'center'})")
+    time.sleep(1.0)
+    driver.save_screenshot(str(ARTIFACTS / "tab-plots-decisions.png"))
+    _toggle(driver, "latency")
+    _toggle(driver, "by trial")
+    driver.execute_script("document.querySelector('.msviz-dashboard').scrollIntoView()")
+    return {"seconds": seconds, "x range": wall}
 
 
 def _tab_titles(driver) -> list[str]:
@@ -129,9 +165,12 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
                 report[title] = survey
                 driver.save_screenshot(str(ARTIFACTS / f"tab-{title.lower().replace(' ', '-')}"
                                            ".png"))
+                if title == "Plots":
+                    toggles = _check_toggles(driver)
                 if title == "Trials":  # select a trial for the trace and code tabs
                     driver.find_element("css selector", ".msviz-tt tbody tr").click()
-            (ARTIFACTS / "tabs-survey.json").write_text(json.dumps(report, indent=1))
+            (ARTIFACTS / "tabs-survey.json").write_text(
+                json.dumps({**report, "toggles": toggles}, indent=1))
             page = driver.page_source
             for bad in BAD_TEXT:
                 assert bad not in page

@@ -96,8 +96,7 @@ def test_decisions(same) -> None:
         (("[4, 8]", "[2, 16]"), ("1", "0")), (10.0, 20.0), (3, 7))
     assert same(P.decision_plot_info(frame), expected)
     (par,) = P.decision_plot_figure(P.decision_plot_info(frame)).data
-    assert [d.label for d in par.dimensions] == [
-        "#4 SamplePerfectTile", "#9 SampleCategorical", "latency (µs)"]
+    assert [d.label for d in par.dimensions] == ["#4 tile", "#9 categorical", "latency (µs)"]
     assert par.dimensions[0].ticktext == ("[2, 16]", "[4, 8]")
     assert par.dimensions[0].values == (1, 0)
 
