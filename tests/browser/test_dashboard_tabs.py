@@ -8,12 +8,12 @@ import json
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from tests.browser.chromium import chromium
-from tests.browser.jupyterlab import jupyterlab
-from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab, _wait
+from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, write_notebook
+from tests.browser.jupyterlab import wait as _wait
+from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 
 pytestmark = pytest.mark.browser
 
@@ -111,26 +111,13 @@ def _tab_titles(driver) -> list[str]:
 def test_every_tab_after_live_session(tmp_path: Path) -> None:
     root = tmp_path / "lab"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nbformat.write(nb, root / "tabs.ipynb")
+    write_notebook(root, "tabs.ipynb", CELLS)
     ARTIFACTS.mkdir(exist_ok=True)
     report: dict = {}
+    toggles: dict = {}
     with jupyterlab(root) as url, chromium(offline=True) as driver:
         try:
-            driver.set_script_timeout(180)
-            driver.get(url.replace("/lab?", "/lab/tree/tabs.ipynb?"))
-            _wait(driver, "return window.jupyterapp && document.querySelector('.jp-Notebook')",
-                  what="the notebook to open")
-            ok = driver.execute_async_script(
-                "const done = arguments[arguments.length - 1];"
-                "(async () => { const app = window.jupyterapp; await app.restored;"
-                " const panel = app.shell.currentWidget; await panel.sessionContext.ready;"
-                " const r = await app.commands.execute('notebook:run-all-cells');"
-                " done(r); })().catch(e => done('error: ' + e));")
-            assert ok is True, ok
+            run_all_cells(driver, url, "tabs.ipynb")
             # the kernel imports this checkout's msviz
             _wait(driver, "return document.querySelector('.jp-OutputArea-output pre')",
                   what="the printed msviz path")
@@ -188,9 +175,4 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
             (ARTIFACTS / "tabs-survey.json").write_text(json.dumps(report, indent=1))
             raise
         finally:
-            driver.execute_script(
-                "const app = window.jupyterapp; if (app && app.shell.currentWidget &&"
-                " app.shell.currentWidget.sessionContext) {"
-                " app.shell.currentWidget.sessionContext.session?.kernel?.requestExecute("
-                "{code: 'session.stop(); session.wait(60)'}); }")
-            time.sleep(2)
+            stop_session(driver)
