@@ -67,7 +67,14 @@ class EvolutionView(W.VBox):
         gens = {g.generation: g for g in self.info.generations}
         info = gens.get(self.generation.value)
         if info is None:
+            import plotly.graph_objects as go
+
+            from msviz.views.common import note_figure
+
             self.summary.value = "<i>no generation yet</i>"
+            show_figure(self.figure, note_figure(go.Figure(layout={"height": 340}), (
+                "no generation yet: the search's first stage (the initial population) "
+                "shows here")))
             return
         self.summary.value = generation_summary_html(info)
         show_figure(self.figure, evolution_figure(info))

@@ -190,6 +190,11 @@ def test_design_space_view_shows_changes() -> None:
     assert "appeared" in view.summary.value
 
 
+def test_evolution_view_before_any_generation() -> None:
+    view = EvolutionView([])
+    assert view.figure.data == () and "no generation yet" in view.figure.layout.annotations[0].text
+
+
 def test_evolution_view(tuned_session) -> None:
     view = EvolutionView(tuned_session.events.snapshot())
     gens = view.info.generations
