@@ -56,9 +56,21 @@ def generate_design_spaces(mod: Any, target: Any = "llvm", rules: Any = None
     ]
 
 
+def _categorical_value(inst: Any, decision: Any) -> Any:
+    """A categorical decision as the candidate it picks (its index says little); else as is."""
+    if inst.kind.name != "SampleCategorical" or not isinstance(decision, int):
+        return decision
+    candidates = inst.attrs[0]
+    if 0 <= decision < len(candidates):
+        value = candidates[decision]
+        return getattr(value, "value", value)
+    return decision
+
+
 def trial_decisions(run: Any, *, limit: int = 300) -> pd.DataFrame:
     """One row per successful trial (the ``limit`` fastest) of the most common design space:
-    ``trial``, ``latency_us`` and its decision at each site (as text), read from the traces.
+    ``trial``, ``latency_us`` and its decision at each site (as text; a categorical decision as
+    the candidate it picks), read from the traces.
 
     Parameters
     ----------
@@ -77,7 +89,7 @@ def trial_decisions(run: Any, *, limit: int = 300) -> pd.DataFrame:
         for inst, value in trace.decisions.items():
             k = insts.index(inst)
             v = [int(x) for x in value] if hasattr(value, "__len__") else int(value)
-            decs[f"#{k} {inst.kind.name}"] = str(v)
+            decs[f"#{k} {inst.kind.name}"] = str(_categorical_value(inst, v))
         key = tuple(sorted(decs))
         shapes[key] = shapes.get(key, 0) + 1
         rows.append((key, {"trial": int(trials.at[index, "trial"]),

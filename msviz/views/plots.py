@@ -179,6 +179,21 @@ _SHORT_KINDS = {"SamplePerfectTile": "tile", "SampleCategorical": "categorical",
                 "SampleComputeLocation": "compute-at"}
 
 
+def _natural(text: str) -> tuple:
+    """Sort key: decisions as numbers or lists of numbers ("[2, 16]" before "[16, 2]")."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return (2, text)
+    if isinstance(value, (int, float)):
+        return (0, [value])
+    if isinstance(value, list):
+        return (1, value)
+    return (2, text)
+
+
 def _short_site(site: str) -> str:
     """``"#4 SamplePerfectTile"`` -> ``"#4 tile"``."""
     index, _, kind = site.partition(" ")
@@ -191,7 +206,7 @@ def decision_plot_figure(info: DecisionPlotInfo) -> Any:
 
     dims = []
     for site, vals in zip(info.sites, info.values, strict=True):
-        labels = sorted(set(vals))
+        labels = sorted(set(vals), key=_natural)
         code = {v: i for i, v in enumerate(labels)}
         dims.append({"label": _short_site(site), "values": [code[v] for v in vals],
                      "tickvals": list(range(len(labels))), "ticktext": labels})

@@ -89,16 +89,18 @@ def test_cost_model_without_predictions_says_why(trials) -> None:
 def test_decisions(same) -> None:
     frame = pd.DataFrame({
         "trial": [3, 7], "latency_us": [10.0, 20.0],
-        "#4 SamplePerfectTile": ["[4, 8]", "[2, 16]"], "#9 SampleCategorical": ["1", "0"],
+        "#4 SamplePerfectTile": ["[4, 8]", "[2, 16]"], "#9 SampleCategorical": ["512", "64"],
     })
     expected = P.DecisionPlotInfo(
         ("#4 SamplePerfectTile", "#9 SampleCategorical"),
-        (("[4, 8]", "[2, 16]"), ("1", "0")), (10.0, 20.0), (3, 7))
+        (("[4, 8]", "[2, 16]"), ("512", "64")), (10.0, 20.0), (3, 7))
     assert same(P.decision_plot_info(frame), expected)
     (par,) = P.decision_plot_figure(P.decision_plot_info(frame)).data
     assert [d.label for d in par.dimensions] == ["#4 tile", "#9 categorical", "latency (µs)"]
+    # axes ordered by value, not as text ("64" before "512", "[2, 16]" before "[4, 8]")
     assert par.dimensions[0].ticktext == ("[2, 16]", "[4, 8]")
     assert par.dimensions[0].values == (1, 0)
+    assert par.dimensions[1].ticktext == ("64", "512") and par.dimensions[1].values == (1, 0)
 
 
 def test_decisions_empty_says_why() -> None:
