@@ -1,9 +1,14 @@
 """Design spaces the schedule rules produce: trace, decision sites, size, IRModule; and which
-spaces appear or disappear after a rule edit."""
+spaces appear or disappear after a rule edit.
+
+Pure: the spaces come from :func:`msviz.trace.spaces.generate_design_spaces`.
+"""
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 __all__ = ["DesignSpaceInfo", "SpaceChange", "SpaceInfo", "design_space_info", "space_changes"]
@@ -37,44 +42,26 @@ class SpaceChange(NamedTuple):
 _DECISION = re.compile(r",?\s*decision=[^)]*\)$")
 
 
-def _key(trace_python: list[str]) -> str:
+def _key(trace_python: Iterable[str]) -> str:
     return "\n".join(_DECISION.sub(")", line) for line in trace_python)
 
 
-def design_space_info(mod: Any, target: Any = "llvm", rules: Any = None) -> DesignSpaceInfo:
-    """Generate the design spaces of ``mod`` under ``rules`` (a RuleSet; default rules if None).
+def design_space_info(spaces: Iterable[Any]) -> DesignSpaceInfo:
+    """Each space's decision-free key and size (the product of its sites' choice counts).
 
     Parameters
     ----------
-    mod : IRModule | Workload | str
-        The workload.
-    target : str | Target
-        Target of the rules.
-    rules : RuleSet, optional
-        Schedule rules, postprocs and mutators.
+    spaces : iterable of DesignSpace
+        From :func:`msviz.trace.spaces.generate_design_spaces` (``index``, ``trace`` as
+        Python lines, ``sites`` as ``(instruction, kind, choices)``, ``script``).
     """
-    from msviz import compat
-    from msviz.engine.rules import RuleSet
-    from msviz.trace import decision_sites
-    from msviz.workloads import resolve
-
-    workload = resolve(mod)
-    target = compat.make_target(target)
-    rules = rules or RuleSet.default(str(target.kind.name))
-    ctx = compat.ms.TuneContext(mod=workload.mod, target=target,
-                                space_generator=rules.space_generator(), num_threads=1)
-    spaces = []
-    for k, sch in enumerate(ctx.generate_design_space()):
-        python = list(sch.trace.as_python(remove_postproc=True))
-        sites = decision_sites(sch, workload.mod)
-        size = 1
-        for s in sites:
-            size *= s.count
-        spaces.append(SpaceInfo(
-            k, _key(python), "\n".join(python),
-            tuple((s.index, s.kind, s.count) for s in sites), size, sch.mod.script(),
-        ))
-    return DesignSpaceInfo(tuple(spaces))
+    return DesignSpaceInfo(tuple(
+        SpaceInfo(
+            int(s.index), _key(s.trace), "\n".join(s.trace), tuple(map(tuple, s.sites)),
+            math.prod(int(n) for _, _, n in s.sites), s.script,
+        )
+        for s in spaces
+    ))
 
 
 def space_changes(old: DesignSpaceInfo, new: DesignSpaceInfo) -> SpaceChange:

@@ -21,7 +21,9 @@ class GenerationInfo(NamedTuple):
     by_random: int
     picked_scores: tuple[float, ...]
     measured_us: tuple[float | None, ...]  # latency of each measured pick (None: failed)
-    failures: dict
+    failures: dict  # what failed -> count, over the generation's stages
+    stage_failures: tuple[tuple[str, dict], ...] = ()  # ("initial population" | "iteration k",
+    #                                                     its own failures), stages with any
 
 
 class EvolutionInfo(NamedTuple):
@@ -33,6 +35,10 @@ class EvolutionInfo(NamedTuple):
 def evolution_info(events: list) -> EvolutionInfo:
     """Fold ``initial_population``, ``generation``, ``picked`` and ``measured`` events into one
     :class:`GenerationInfo` per generation.
+
+    Each stage's event counts the failures that happened in that stage only (a mutated child
+    that fails a postproc counts under the postproc), so a generation's failures are the sum
+    over its ``initial_population`` and ``generation`` events.
 
     Parameters
     ----------
@@ -49,7 +55,7 @@ def evolution_info(events: list) -> EvolutionInfo:
             cur = gens.setdefault(g, {
                 "task": event.task, "initial": {}, "iterations": [], "mutations": Counter(),
                 "lineage": [], "by_score": 0, "by_random": 0, "picked": [], "measured": [],
-                "failures": Counter(),
+                "failures": Counter(), "stages": [],
             })
             if event.kind == "initial_population":
                 cur["initial"] = {"from_database": data.get("from_database", 0),
@@ -64,7 +70,11 @@ def evolution_info(events: list) -> EvolutionInfo:
                 cur["by_score"] = int(data.get("by_score", 0))
                 cur["by_random"] = int(data.get("by_random", 0))
                 cur["picked"] = [c.get("predicted_score") for c in data.get("candidates", ())]
-            cur["failures"].update(data.get("failures") or {})
+            if event.kind != "picked" and data.get("failures"):
+                stage = ("initial population" if event.kind == "initial_population"
+                         else f"iteration {int(data.get('iteration', 0))}")
+                cur["failures"].update(data["failures"])
+                cur["stages"].append((stage, dict(data["failures"])))
         elif event.kind == "measured" and last_gen is not None:
             for row in data.get("trials", ()):
                 latency = row.get("latency_us") if isinstance(row, dict) else None
@@ -74,7 +84,7 @@ def evolution_info(events: list) -> EvolutionInfo:
             g, cur["task"], cur["initial"], tuple(cur["iterations"]), dict(cur["mutations"]),
             tuple(cur["lineage"]), cur["by_score"], cur["by_random"],
             tuple(float("nan") if s is None else float(s) for s in cur["picked"]),
-            tuple(cur["measured"]), dict(cur["failures"]),
+            tuple(cur["measured"]), dict(cur["failures"]), tuple(cur["stages"]),
         )
         for g, cur in sorted(gens.items())
     ))
@@ -95,4 +105,8 @@ def evolution_figure(info: GenerationInfo) -> Any:
     fig.update_layout(title=f"Generation {info.generation}: predicted scores",
                       yaxis_title="Predicted score", height=340,
                       margin={"l": 60, "r": 20, "t": 50, "b": 40})
+    if not info.iterations and not info.picked_scores:
+        from msviz.views.common import note_figure
+
+        note_figure(fig, "no genetic iteration of this generation yet")
     return fig

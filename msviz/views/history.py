@@ -10,7 +10,13 @@ import pandas as pd
 
 from msviz.errors import MsvizWarning
 
-__all__ = ["HistoryInfo", "TaskHistory", "best_so_far_figure", "best_so_far_info"]
+__all__ = [
+    "HistoryInfo",
+    "TaskHistory",
+    "best_so_far_figure",
+    "best_so_far_info",
+    "seconds_since_first",
+]
 
 _METRICS = {"latency_us": ("Latency (µs)", min), "gflops": ("Throughput (GFLOPS)", max)}
 
@@ -74,13 +80,25 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
 
 def _seconds(trials: pd.DataFrame) -> pd.Series:
     """Seconds since the first trial: msviz's own timestamps, else the log's (1 s resolution)."""
-    if "timestamp" in trials.columns and trials["timestamp"].notna().any():
-        stamps = pd.to_numeric(trials["timestamp"], errors="coerce")
-        return stamps - stamps.min()
-    if "logged_at" in trials.columns and trials["logged_at"].notna().any():
-        stamps = pd.to_datetime(trials["logged_at"])
-        return (stamps - stamps.min()).dt.total_seconds()
+    for column in ("timestamp", "logged_at"):
+        if column in trials.columns and trials[column].notna().any():
+            return seconds_since_first(trials[column])
     return pd.Series(math.nan, index=trials.index)
+
+
+def seconds_since_first(stamps: pd.Series) -> pd.Series:
+    """Seconds since the earliest of ``stamps`` (NaN where a stamp is missing).
+
+    Takes datetimes (tz-aware or naive, any unit: pandas 2 stores ns, pandas 3 µs), ISO-8601
+    text, or numbers, read as epoch seconds.
+    """
+    if pd.api.types.is_numeric_dtype(stamps) and not pd.api.types.is_bool_dtype(stamps):
+        numbers = stamps.astype(float)
+        return numbers - numbers.min()
+    if not pd.api.types.is_datetime64_any_dtype(stamps):
+        stamps = pd.to_datetime(stamps, utc=True, errors="coerce", format="ISO8601")
+    # a timedelta's total_seconds() does not depend on the datetime unit
+    return (stamps - stamps.min()).dt.total_seconds().astype(float)
 
 
 def best_so_far_figure(
@@ -101,6 +119,8 @@ def best_so_far_figure(
         raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
     import plotly.graph_objects as go
 
+    from msviz.views.common import failure_style, note_figure, scatter_type
+
     fig = go.Figure()
     shown = [t for t in info.tasks if task is None or t.task == task]
     for hist in shown:
@@ -108,8 +128,9 @@ def best_so_far_figure(
         ok = [i for i, s in enumerate(hist.status) if s == "ok"]
         bad = [i for i, s in enumerate(hist.status) if s != "ok"]
         prefix = f"{hist.task}: " if len(shown) > 1 else ""
+        dots = scatter_type(len(hist.trial))
         fig.add_trace(
-            go.Scatter(
+            dots(
                 x=[xs[i] for i in ok], y=[hist.value[i] for i in ok], mode="markers",
                 name=f"{prefix}trial", marker={"size": 5, "opacity": 0.55},
             )
@@ -120,15 +141,16 @@ def best_so_far_figure(
                 line={"shape": "hv", "width": 2.5},
             )
         )
-        if bad:
-            # Failures have no latency: mark them on the axis floor so they stay visible.
-            finite = [v for v in hist.value if not math.isnan(v)]
-            floor = min(finite) if finite else 0.0
+        # Failures have no latency: mark them on the axis floor so they stay visible.
+        finite = [v for v in hist.value if not math.isnan(v)]
+        floor = (min(finite) if info.metric == "latency_us" else 0.0) if finite else 0.0
+        for name in dict.fromkeys(failure_style(hist.status[i])[0] for i in bad):
+            mine = [i for i in bad if failure_style(hist.status[i])[0] == name]
             fig.add_trace(
-                go.Scatter(
-                    x=[xs[i] for i in bad], y=[floor] * len(bad), mode="markers",
-                    name=f"{prefix}failed", marker={"symbol": "x", "color": "crimson", "size": 8},
-                    text=[hist.status[i] for i in bad], hovertemplate="%{x}: %{text}",
+                dots(
+                    x=[xs[i] for i in mine], y=[floor] * len(mine), mode="markers",
+                    name=f"{prefix}{name}", marker=failure_style(hist.status[mine[0]])[1],
+                    text=[hist.status[i] for i in mine], hovertemplate="%{x}: %{text}",
                 )
             )
     title = "Best so far" + (f": {task}" if task else "")
@@ -139,4 +161,11 @@ def best_so_far_figure(
     )
     if info.metric == "latency_us":
         fig.update_yaxes(type="log")
+    if not shown:
+        note_figure(fig, "no trials yet" if task is None else f"no trials of task {task!r}")
+    elif x == "time" and all(math.isnan(s) for h in shown for s in h.seconds):
+        note_figure(fig, "no wall times: these trials carry no timestamps (and no tuning log)")
+    elif not any(s == "ok" for h in shown for s in h.status):
+        fig.add_annotation(text="no trial succeeded yet", x=0.5, y=0.9, xref="paper",
+                           yref="paper", showarrow=False, font={"size": 14, "color": "#555"})
     return fig

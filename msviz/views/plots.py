@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.views.common import failure_style, note_figure, scatter_type
 
 __all__ = [
     "BatchPrediction",
@@ -32,16 +33,17 @@ _LAYOUT = {"height": 380, "margin": {"l": 60, "r": 20, "t": 50, "b": 45}}
 
 
 class TrialScatterInfo(NamedTuple):
-    """Every trial's latency, grouped for colouring."""
+    """Every trial's latency, grouped for colouring; failed trials (no latency) by status."""
 
     color_by: str
     groups: tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]  # (label, trial, latency)
+    failed: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (status, trials)
 
 
 def trial_scatter_info(trials: pd.DataFrame, *, color_by: str = "status") -> TrialScatterInfo:
     """Trials grouped by ``color_by`` (``status``, ``generation``, ``task``, ``batch``...).
 
-    Failed trials have no latency and are left out of the groups; see the status counts.
+    Failed trials have no latency: they are listed by status in ``failed`` instead.
     """
     if color_by not in trials.columns:
         raise ValueError(f"cannot colour by {color_by!r}; columns: {', '.join(trials.columns)}")
@@ -50,20 +52,37 @@ def trial_scatter_info(trials: pd.DataFrame, *, color_by: str = "status") -> Tri
         (str(label), tuple(int(t) for t in g["trial"]), tuple(float(v) for v in g["latency_us"]))
         for label, g in ok.groupby(ok[color_by].astype(str), sort=True)
     )
-    return TrialScatterInfo(color_by, groups)
+    bad = trials[trials["latency_us"].isna()]
+    failed = tuple(
+        (str(status), tuple(int(t) for t in g["trial"]))
+        for status, g in bad.groupby(bad["status"].astype(str), sort=True)
+    )
+    return TrialScatterInfo(color_by, groups, failed)
 
 
 def trial_scatter_figure(info: TrialScatterInfo) -> Any:
-    """Trial number against latency, one colour per group."""
+    """Trial number against latency, one colour per group; failures on the axis floor."""
     import plotly.graph_objects as go
 
+    points = sum(len(x) for _, x, _ in info.groups) + sum(len(x) for _, x in info.failed)
+    dots = scatter_type(points)
     fig = go.Figure(
-        [go.Scattergl(x=list(x), y=list(y), mode="markers", name=f"{info.color_by}={label}",
-                      marker={"size": 5}) for label, x, y in info.groups]
+        [dots(x=list(x), y=list(y), mode="markers", name=f"{info.color_by}={label}",
+              marker={"size": 5}) for label, x, y in info.groups]
     )
+    latencies = [v for _, _, y in info.groups for v in y]
+    floor = min(latencies) if latencies else 1.0
+    for name in dict.fromkeys(failure_style(status)[0] for status, _ in info.failed):
+        mine = [(s, x) for s, x in info.failed if failure_style(s)[0] == name]
+        fig.add_trace(dots(
+            x=[t for _, x in mine for t in x], y=[floor] * sum(len(x) for _, x in mine),
+            mode="markers", name=name, marker=failure_style(mine[0][0])[1],
+            text=[s for s, x in mine for _ in x], hovertemplate="trial %{x}: %{text}"))
     fig.update_layout(title=f"Every trial, by {info.color_by}", xaxis_title="Trial",
                       yaxis_title="Latency (µs)", **_LAYOUT)
     fig.update_yaxes(type="log")
+    if not points:
+        note_figure(fig, "no trials yet")
     return fig
 
 
@@ -116,12 +135,20 @@ def cost_model_figure(info: CostModelInfo) -> Any:
 
     fig = go.Figure(
         [go.Scatter(x=list(b.predicted), y=list(b.gflops), mode="markers",
-                    name=f"batch {b.batch} (rho={b.spearman:.2f})") for b in info.batches]
+                    name=f"batch {b.batch} (rho={_rho(b.spearman)})") for b in info.batches]
     )
-    rho = "n/a" if math.isnan(info.spearman) else f"{info.spearman:.2f}"
-    fig.update_layout(title=f"Cost model: predicted vs measured (Spearman rho = {rho})",
-                      xaxis_title="Predicted score", yaxis_title="Measured GFLOPS", **_LAYOUT)
+    fig.update_layout(
+        title=f"Cost model (Spearman rho {_rho(info.spearman)})",
+        xaxis_title="Predicted score", yaxis_title="Measured GFLOPS", **_LAYOUT)
+    if not info.batches:
+        note_figure(fig, "no cost-model scores yet: msviz keeps the predicted score of each "
+                    "measured candidate<br>(a stock work dir has none; failed trials have no "
+                    "GFLOPS)")
     return fig
+
+
+def _rho(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.2f}"
 
 
 class DecisionPlotInfo(NamedTuple):
@@ -136,7 +163,7 @@ class DecisionPlotInfo(NamedTuple):
 def decision_plot_info(decisions: pd.DataFrame) -> DecisionPlotInfo:
     """From a frame with one row per trial: ``trial``, ``latency_us`` and one column per site.
 
-    Build that frame with :func:`msviz.views.plots.trial_decisions`.
+    Build that frame with :func:`msviz.trace.spaces.trial_decisions`.
     """
     sites = tuple(c for c in decisions.columns if c not in ("trial", "latency_us"))
     return DecisionPlotInfo(
@@ -147,28 +174,30 @@ def decision_plot_info(decisions: pd.DataFrame) -> DecisionPlotInfo:
     )
 
 
-def trial_decisions(run: Any, *, limit: int = 300) -> pd.DataFrame:
-    """One row per successful trial (the ``limit`` fastest) of the most common design space:
-    its decisions by site, read from the trial traces."""
-    trials = run.trials
-    ok = trials[trials["status"] == "ok"].nsmallest(limit, "latency_us")
-    rows, shapes = [], {}
-    for index in ok.index:
-        trace = run.trial(int(index)).trace
-        insts = list(trace.insts)
-        decs = {}
-        for inst, value in trace.decisions.items():
-            k = insts.index(inst)
-            v = [int(x) for x in value] if hasattr(value, "__len__") else int(value)
-            decs[f"#{k} {inst.kind.name}"] = str(v)
-        key = tuple(sorted(decs))
-        shapes[key] = shapes.get(key, 0) + 1
-        rows.append((key, {"trial": int(trials.at[index, "trial"]),
-                           "latency_us": float(trials.at[index, "latency_us"]), **decs}))
-    if not rows:
-        return pd.DataFrame({"trial": [], "latency_us": []})
-    common = max(shapes, key=shapes.get)
-    return pd.DataFrame([r for k, r in rows if k == common])
+#: Short axis labels of the decision kinds (the full names overlap on a narrow plot).
+_SHORT_KINDS = {"SamplePerfectTile": "tile", "SampleCategorical": "categorical",
+                "SampleComputeLocation": "compute-at"}
+
+
+def _natural(text: str) -> tuple:
+    """Sort key: decisions as numbers or lists of numbers ("[2, 16]" before "[16, 2]")."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return (2, text)
+    if isinstance(value, (int, float)):
+        return (0, [value])
+    if isinstance(value, list):
+        return (1, value)
+    return (2, text)
+
+
+def _short_site(site: str) -> str:
+    """``"#4 SamplePerfectTile"`` -> ``"#4 tile"``."""
+    index, _, kind = site.partition(" ")
+    return f"{index} {_SHORT_KINDS.get(kind, kind)}".strip()
 
 
 def decision_plot_figure(info: DecisionPlotInfo) -> Any:
@@ -177,16 +206,21 @@ def decision_plot_figure(info: DecisionPlotInfo) -> Any:
 
     dims = []
     for site, vals in zip(info.sites, info.values, strict=True):
-        labels = sorted(set(vals))
+        labels = sorted(set(vals), key=_natural)
         code = {v: i for i, v in enumerate(labels)}
-        dims.append({"label": site, "values": [code[v] for v in vals],
+        dims.append({"label": _short_site(site), "values": [code[v] for v in vals],
                      "tickvals": list(range(len(labels))), "ticktext": labels})
     lat = list(info.latency_us)
     dims.append({"label": "latency (µs)", "values": lat})
     fig = go.Figure(go.Parcoords(
         line={"color": lat, "colorscale": "Viridis_r", "showscale": True}, dimensions=dims
     ))
-    fig.update_layout(title="Decisions against latency", **{**_LAYOUT, "height": 420})
+    # the axis labels sit above the plot area: leave the title room above them
+    fig.update_layout(title={"text": f"Decisions against latency ({len(lat)} trials)",
+                             "y": 0.98, "yanchor": "top"},
+                      **{**_LAYOUT, "height": 440, "margin": {**_LAYOUT["margin"], "t": 110}})
+    if not lat:
+        note_figure(fig, "no successful trial to read decisions from yet")
     return fig
 
 
@@ -218,4 +252,6 @@ def task_bars_figure(info: TaskBarsInfo) -> Any:
     ))
     fig.update_layout(title="Weighted best latency per task", yaxis_title="Latency (µs)",
                       **_LAYOUT)
+    if not any(v == v for v in info.weighted_latency_us):  # all NaN, or no task
+        note_figure(fig, "no task has a successful trial yet")
     return fig

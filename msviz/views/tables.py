@@ -68,6 +68,8 @@ def trial_table_info(trials: pd.DataFrame, *, limit: int = 2000) -> TableInfo:
     return TableInfo(shown, note)
 
 
+#: Columns of the failure triage table.
+TRIAGE_COLUMNS = ("status", "fault", "cause", "count", "trials")
 #: Columns a trials table may be filtered by (when the trials carry them).
 FILTER_COLUMNS = ("task", "status", "generation", "batch")
 #: Columns the trials table shows, in order (those missing from a run are left out).
@@ -165,10 +167,16 @@ def trial_page_info(
 
 def failure_triage_info(trials: pd.DataFrame) -> TableInfo:
     """Failed trials grouped by cause: status and the error's last meaningful line, with counts
-    and the trials they hit (most frequent first)."""
+    and the trials they hit (most frequent first).
+
+    ``fault`` says whom a failure blames: ``infrastructure`` (status ``infra_error``: the
+    measuring machinery failed, not the candidate) or ``candidate``.
+    """
+    from msviz.views.common import is_infra
+
     failed = trials[trials["status"] != "ok"]
     if failed.empty:
-        return TableInfo(pd.DataFrame(columns=["status", "cause", "count", "trials"]), "")
+        return TableInfo(pd.DataFrame(columns=list(TRIAGE_COLUMNS)), "")
 
     def cause(error: object) -> str:
         if not isinstance(error, str) or not error.strip():
@@ -180,10 +188,12 @@ def failure_triage_info(trials: pd.DataFrame) -> TableInfo:
 
     keyed = failed.assign(cause=failed["error"].map(cause))
     groups = [
-        {"status": status, "cause": why, "count": len(group),
+        {"status": status, "fault": "infrastructure" if is_infra(status) else "candidate",
+         "cause": why, "count": len(group),
          "trials": ", ".join(map(str, group["trial"].head(12)))
          + (" ..." if len(group) > 12 else "")}
         for (status, why), group in keyed.groupby(["status", "cause"], sort=False)
     ]
-    frame = pd.DataFrame(groups).sort_values("count", ascending=False, kind="stable")
+    frame = pd.DataFrame(groups, columns=list(TRIAGE_COLUMNS))
+    frame = frame.sort_values("count", ascending=False, kind="stable")
     return TableInfo(frame.reset_index(drop=True), "")

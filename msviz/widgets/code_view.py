@@ -74,13 +74,14 @@ class CodeView(W.VBox):
             W.HBox([self.kind, self.title]), self.code,
             W.HBox([self.diff_a, self.diff_b, self.diff_button]), self.diff, self.error,
         ])
-        if self.selection.trial >= 0:
-            self.show(self.selection.trial)
+        self.show(self.selection.trial)
 
     def show(self, index: int) -> None:
         """Show trial ``index`` (its code in the chosen kind); -1 clears the view."""
         if index < 0:
-            self.code.value, self.title.value = "", ""
+            self.title.value = ""
+            self.code.value = ("<i>Select a trial (click a row in the Trials tab) to see its "
+                               "code.</i>")
             return
         kind, language = CODE_KINDS[self.kind.value]
         try:

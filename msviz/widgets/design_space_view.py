@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.trace.spaces import generate_design_spaces
 from msviz.views.design_spaces import DesignSpaceInfo, design_space_info, space_changes
 from msviz.widgets.common import ErrorArea, code_html
 
@@ -44,7 +45,7 @@ class DesignSpaceView(W.VBox):
     def show_rules(self, rules: Any) -> None:
         """Generate the spaces under ``rules`` and mark what changed since the last rules."""
         try:
-            new = design_space_info(self.workload, self.target, rules)
+            new = design_space_info(generate_design_spaces(self.workload, self.target, rules))
         except Exception as err:
             self.error.show(self, err)
             return

@@ -9,7 +9,8 @@ from typing import Any
 import ipywidgets as W
 
 from msviz.views.evolution import EvolutionInfo, evolution_figure, evolution_info
-from msviz.widgets.common import ErrorArea, figure_widget, replace_figure
+from msviz.widgets.common import ErrorArea, figure_widget
+from msviz.widgets.plots import show_figure
 
 __all__ = ["EvolutionView"]
 
@@ -24,7 +25,8 @@ def generation_summary_html(info: Any) -> str:
         f"<b>Generation {info.generation}</b> ({html.escape(info.task)})<br>"
         f"initial population: {info.initial.get('from_database', 0)} from the database, "
         f"{info.initial.get('fresh', 0)} fresh samples<br>"
-        f"genetic iterations: {len(info.iterations)}; children by mutator: {html.escape(muts)}<br>"
+        f"scored populations: {len(info.iterations)} (the initial one, then one per genetic "
+        f"iteration); children by mutator: {html.escape(muts)}<br>"
         f"picked: {info.by_score} by predicted score + {info.by_random} at random "
         f"(epsilon-greedy)<br>measured: {len(info.measured_us)} trials, best {best}; "
         f"failures: {html.escape(failures)}"
@@ -65,7 +67,14 @@ class EvolutionView(W.VBox):
         gens = {g.generation: g for g in self.info.generations}
         info = gens.get(self.generation.value)
         if info is None:
+            import plotly.graph_objects as go
+
+            from msviz.views.common import note_figure
+
             self.summary.value = "<i>no generation yet</i>"
+            show_figure(self.figure, note_figure(go.Figure(layout={"height": 340}), (
+                "no generation yet: the search's first stage (the initial population) "
+                "shows here")))
             return
         self.summary.value = generation_summary_html(info)
-        replace_figure(self.figure, evolution_figure(info))
+        show_figure(self.figure, evolution_figure(info))

@@ -3,6 +3,7 @@ per-task bars; plotly FigureWidgets updated in place."""
 
 from __future__ import annotations
 
+import html
 import warnings
 from typing import Any
 
@@ -13,7 +14,38 @@ from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
 from msviz.widgets.common import ErrorArea, figure_widget, replace_figure
 
-__all__ = ["PlotPanel"]
+__all__ = ["PlotPanel", "show_figure"]
+
+#: Columns the every-trial scatter can be coloured by (those the trials carry).
+COLOR_COLUMNS = ("status", "generation", "batch", "task")
+
+
+def _leaves(layout: dict, prefix: str = "") -> set[str]:
+    """Dotted paths of a layout's settings (a list, such as ``annotations``, is one setting)."""
+    out = set()
+    for key, value in layout.items():
+        if key == "template":
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out |= _leaves(value, path + ".")
+        else:
+            out.add(path)
+    return out
+
+
+def show_figure(widget: Any, fig: Any) -> None:
+    """Make a FigureWidget show ``fig`` in place, and make the browser forget the settings of
+    the previous figure that ``fig`` leaves out.
+
+    Assigning a new layout reaches plotly.js as a relayout, which keeps what the new layout does
+    not name: a "no trials yet" note or hidden axes would stay after the data came, and a log
+    axis after switching to GFLOPS. Resetting those settings (``None``) first avoids that.
+    """
+    stale = _leaves(widget.layout.to_plotly_json()) - _leaves(fig.layout.to_plotly_json())
+    if stale:
+        widget.plotly_relayout({path: None for path in sorted(stale)})
+    replace_figure(widget, fig)
 
 
 class PlotPanel(W.VBox):
@@ -41,52 +73,85 @@ class PlotPanel(W.VBox):
         self.task_bars = figure_widget()
         self.task_bars_box = W.Box([self.task_bars], layout=W.Layout(display="none"))
         self.decisions = figure_widget()
+        # drawn on request (it reads traces): hidden until then, so no empty axes show
+        self.decisions_box = W.Box([self.decisions], layout=W.Layout(display="none"))
         self.decisions_button = W.Button(description="Plot decisions", icon="sliders",
                                          tooltip="read the fastest trials' traces")
+        self.decisions_button.add_class("msviz-decisions-button")
+        self.decisions_note = W.HTML(
+            "<i>decisions against latency: reads the traces of the fastest trials</i>")
         self.error = ErrorArea()
         self._run, self._trials, self._tasks = run, trials, tasks
         for control in (self.x_axis, self.metric, self.color_by):
-            control.observe(lambda _c: self.update(self._trials, self._tasks), names="value")
+            control.observe(self._on_control, names="value")
         self.decisions_button.on_click(lambda _b: self.plot_decisions())
         super().__init__([
             W.HBox([self.x_axis, self.metric]), self.history,
             self.color_by, self.scatter, self.cost_model, self.task_bars_box,
-            self.decisions_button, self.decisions, self.error,
+            W.HBox([self.decisions_button, self.decisions_note]), self.decisions_box, self.error,
         ])
         self.update(trials, tasks)
 
+    def _on_control(self, change: dict) -> None:
+        if change["new"] is not None:  # a menu briefly holds None while its options change
+            self.update(self._trials, self._tasks)
+
+    def _sync_color_options(self, trials: Any) -> None:
+        """Offer the colour columns the trials carry; keep the choice while it is offered."""
+        colorable = [c for c in COLOR_COLUMNS
+                     if c in trials.columns and (c == "status" or trials[c].notna().any())]
+        if list(self.color_by.options) != colorable:
+            keep = self.color_by.value if self.color_by.value in colorable else "status"
+            with self.color_by.hold_trait_notifications():
+                self.color_by.options = colorable
+                self.color_by.value = keep
+
     def update(self, trials: Any, tasks: Any = None) -> None:
-        """Redraw every plot from new data (in place)."""
+        """Redraw every plot from new data (in place); a plot that fails leaves the others."""
         self._trials, self._tasks = trials, tasks if tasks is not None else self._tasks
+        failed = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MsvizWarning)  # empty data: the plots say so
-            try:
-                colorable = [c for c in ("status", "generation", "batch", "task")
-                             if c in trials.columns and trials[c].notna().any()]
-                if list(self.color_by.options) != colorable:
-                    self.color_by.options = colorable
-                info = best_so_far_info(trials, metric=self.metric.value)
-                replace_figure(self.history, best_so_far_figure(info, x=self.x_axis.value))
-                replace_figure(self.scatter, P.trial_scatter_figure(
-                    P.trial_scatter_info(trials, color_by=self.color_by.value)))
-                replace_figure(self.cost_model, P.cost_model_figure(P.cost_model_info(trials)))
-                if self._tasks is not None and len(self._tasks):
-                    replace_figure(self.task_bars, P.task_bars_figure(
-                        P.task_bars_info(self._tasks)))
-                multi = self._tasks is not None and len(self._tasks) > 1
-                self.task_bars_box.layout.display = "" if multi else "none"
-                self.error.clear()
-            except Exception as err:
-                self.error.show(self, err)
+            self._sync_color_options(trials)
+            draws = [
+                ("best so far", self.history, lambda: best_so_far_figure(
+                    best_so_far_info(trials, metric=self.metric.value), x=self.x_axis.value)),
+                ("every trial", self.scatter, lambda: P.trial_scatter_figure(
+                    P.trial_scatter_info(trials, color_by=self.color_by.value or "status"))),
+                ("cost model", self.cost_model,
+                 lambda: P.cost_model_figure(P.cost_model_info(trials))),
+            ]
+            multi = self._tasks is not None and len(self._tasks) > 1
+            if multi:
+                draws.append(("task bars", self.task_bars,
+                              lambda: P.task_bars_figure(P.task_bars_info(self._tasks))))
+            self.task_bars_box.layout.display = "" if multi else "none"
+            for name, widget, build in draws:
+                try:
+                    show_figure(widget, build())
+                except Exception as err:
+                    failed.append(f"{name}: {err}")
+        if failed:
+            self.error.show(self, "; ".join(failed))
+        else:
+            self.error.clear()
 
     def plot_decisions(self, run: Any = None) -> None:
         """Draw decisions against latency for the fastest trials (reads their traces)."""
+        from msviz.trace.spaces import trial_decisions
+
         run = run or (self._run() if callable(self._run) else self._run)
         if run is None:
-            self.error.show(self, "no run to read decisions from")
+            self.error.show(self, "no trials yet: no traces to read decisions from")
             return
         try:
-            frame = P.trial_decisions(run)
-            replace_figure(self.decisions, P.decision_plot_figure(P.decision_plot_info(frame)))
+            frame = trial_decisions(run)
+            show_figure(self.decisions, P.decision_plot_figure(P.decision_plot_info(frame)))
         except Exception as err:
             self.error.show(self, err)
+            return
+        self.decisions_box.layout.display = ""
+        self.decisions_button.description = "Replot decisions"
+        self.decisions_note.value = (
+            f"<i>decisions of the {len(frame)} fastest trials of the most common design space, "
+            f"as of trial {html.escape(str(len(run.trials)))}</i>")

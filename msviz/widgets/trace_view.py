@@ -13,6 +13,9 @@ from msviz.widgets.common import ErrorArea, Selection
 
 __all__ = ["TraceView"]
 
+#: What the view says while no trial is selected.
+NO_TRIAL = "<i>Select a trial (click a row in the Trials tab) to see and edit its trace.</i>"
+
 
 def trace_table_html(rows: Any) -> str:
     """The trace rows as an HTML table; sampling rows highlighted, explanations as tooltips."""
@@ -72,8 +75,7 @@ class TraceView(W.VBox):
             self.title, W.HBox([left, W.Box([self.table], layout=W.Layout(flex="1 1 auto"))]),
             self.status, self.error, self.diff,
         ])
-        if self.selection.trial >= 0:
-            self.show(self.selection.trial)
+        self.show(self.selection.trial)
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -85,7 +87,8 @@ class TraceView(W.VBox):
         self.measure_button.disabled = True
         if index < 0:
             self.trial, self.sites = None, []
-            self.editors.children, self.table.value, self.title.value = (), "", ""
+            self.editors.children, self.table.value = (), ""
+            self.title.value = NO_TRIAL
             return
         try:
             self.trial = self.get_trial(index)

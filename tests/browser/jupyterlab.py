@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -73,3 +74,52 @@ def jupyterlab(root: Path) -> Iterator[str]:
         except ProcessLookupError:
             pass
         log.close()
+
+
+def wait(driver: Any, script: str, timeout: float = 120, what: str = "") -> object:
+    """Poll ``script`` in the page until it returns something truthy; fail after ``timeout``."""
+    deadline = time.time() + timeout
+    value = None
+    while time.time() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what or script!r} (last value {value!r})")
+
+
+def write_notebook(root: Path, name: str, cells: list[str]) -> Path:
+    """A notebook ``root/name`` with these code cells and the python3 kernel."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, root / name)
+    return root / name
+
+
+def run_all_cells(driver: Any, url: str, name: str) -> None:
+    """Open notebook ``name`` of the lab at ``url`` and run all its cells (fails on an error)."""
+    driver.set_script_timeout(180)
+    driver.get(url.replace("/lab?", f"/lab/tree/{name}?"))
+    wait(driver, "return window.jupyterapp && document.querySelector('.jp-Notebook')",
+         what="the notebook to open")
+    ok = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "(async () => { const app = window.jupyterapp; await app.restored;"
+        " const panel = app.shell.currentWidget; await panel.sessionContext.ready;"
+        " const r = await app.commands.execute('notebook:run-all-cells');"
+        " done(r); })().catch(e => done('error: ' + e));")
+    assert ok is True, ok
+
+
+def stop_session(driver: Any) -> None:
+    """Ask the kernel to stop the notebook's ``session`` (so no tuning outlives the test)."""
+    driver.execute_script(
+        "const app = window.jupyterapp; if (app && app.shell.currentWidget &&"
+        " app.shell.currentWidget.sessionContext) {"
+        " app.shell.currentWidget.sessionContext.session?.kernel?.requestExecute("
+        "{code: 'session.stop(); session.wait(60)'}); }")
+    time.sleep(2)

@@ -3,14 +3,12 @@ table and plot gain the trials, a decision edit shows its diff."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from tests.browser.chromium import chromium
-from tests.browser.jupyterlab import jupyterlab
+from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, wait, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -29,15 +27,7 @@ CELLS = [
 BAD_TEXT = ("Error displaying widget", "Failed to load model class", "Click to show javascript")
 
 
-def _wait(driver, script: str, timeout: float = 120, what: str = "") -> object:
-    deadline = time.time() + timeout
-    value = None
-    while time.time() < deadline:
-        value = driver.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what or script!r} (last value {value!r})")
+_wait = wait
 
 
 def _count(driver, selector: str) -> int:
@@ -66,25 +56,11 @@ def _state(driver) -> str:
 def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
     root = tmp_path / "lab"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nbformat.write(nb, root / "dashboard.ipynb")
+    write_notebook(root, "dashboard.ipynb", CELLS)
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(root) as url, chromium(offline=True) as driver:
         try:
-            driver.set_script_timeout(180)
-            driver.get(url.replace("/lab?", "/lab/tree/dashboard.ipynb?"))
-            _wait(driver, "return window.jupyterapp && document.querySelector('.jp-Notebook')",
-                  what="the notebook to open")
-            ok = driver.execute_async_script(
-                "const done = arguments[arguments.length - 1];"
-                "(async () => { const app = window.jupyterapp; await app.restored;"
-                " const panel = app.shell.currentWidget; await panel.sessionContext.ready;"
-                " const r = await app.commands.execute('notebook:run-all-cells');"
-                " done(r); })().catch(e => done('error: ' + e));")
-            assert ok is True, ok
+            run_all_cells(driver, url, "dashboard.ipynb")
             _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-pause')",
                   what="the dashboard to render")
             _wait(driver, "const b = document.querySelector('.msviz-dashboard .msviz-pause');"
@@ -126,9 +102,4 @@ def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
             driver.save_screenshot(str(ARTIFACTS / "dashboard-failure.png"))
             raise
         finally:
-            driver.execute_script(
-                "const app = window.jupyterapp; if (app && app.shell.currentWidget &&"
-                " app.shell.currentWidget.sessionContext) {"
-                " app.shell.currentWidget.sessionContext.session?.kernel?.requestExecute("
-                "{code: 'session.stop(); session.wait(60)'}); }")
-            time.sleep(2)
+            stop_session(driver)

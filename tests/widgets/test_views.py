@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
 import msviz
@@ -52,14 +53,63 @@ def test_plot_panel(stock_run) -> None:
 
 
 def test_plot_panel_on_session_trials(tuned_session) -> None:
+    stats = pytest.importorskip("scipy.stats")
     trials = tuned_session.trials
     panel = PlotPanel(trials)
-    assert "generation" in panel.color_by.options
+    assert list(panel.color_by.options) == ["status", "generation", "batch", "task"]
     panel.color_by.value = "generation"
-    assert {t.name.split("=")[0] for t in panel.scatter.data} == {"generation"}
-    batches = [t.name for t in panel.cost_model.data]
-    assert len(batches) >= 1 and batches[0].startswith("batch ")
-    assert "Spearman rho" in panel.cost_model.layout.title.text
+    ok = trials[trials["latency_us"].notna()]
+    expected = {f"generation={g}": list(ok.loc[ok["generation"] == g, "trial"])
+                for g in sorted(set(ok["generation"]))}
+    assert {t.name: list(t.x) for t in panel.scatter.data if t.name.startswith("gen")} \
+        == expected
+    batches = sorted(set(trials["batch"]))
+    assert [t.name.split(" (")[0] for t in panel.cost_model.data] == \
+        [f"batch {b}" for b in batches] and len(batches) == 2
+    for trace, b in zip(panel.cost_model.data, batches, strict=True):
+        mine = trials[(trials["batch"] == b) & trials["gflops"].notna()]
+        assert list(trace.x) == list(mine["predicted_score"])
+        rho = stats.spearmanr(mine["predicted_score"], mine["gflops"]).statistic
+        assert trace.name.endswith(f"(rho={rho:.2f})")
+    assert panel.error.text == ""
+
+
+def test_plot_panel_from_empty_to_live_trials(tuned_session) -> None:
+    """A live dashboard starts with no trials: once they come every plot has data (the colour
+    menu used to fall to None, and that error left all plots but the first empty)."""
+    from msviz.records.run import TRIAL_COLUMNS
+    from msviz.records.sidecar import SIDECAR_COLUMNS
+
+    trials = tuned_session.trials
+    panel = PlotPanel(pd.DataFrame(columns=TRIAL_COLUMNS + SIDECAR_COLUMNS))
+    assert [a.text for a in panel.history.layout.annotations] == ["no trials yet"]
+    assert panel.decisions_box.layout.display == "none"  # drawn on request, not empty axes
+    panel.update(trials)
+    assert panel.error.text == "" and panel.color_by.value == "status"
+    ok = int(trials["latency_us"].notna().sum())
+    for fig in (panel.history, panel.scatter):
+        assert sum(len(t.x) for t in fig.data if "trial" in t.name or "=" in t.name) >= ok
+        assert fig.layout.annotations == ()
+    assert sum(len(t.x) for t in panel.cost_model.data) == ok
+
+
+def test_best_so_far_wall_time_within_the_session(tuned_session) -> None:
+    """Seconds since the first trial: from 0 to no more than the session's wall time."""
+    from msviz.views import best_so_far_info
+
+    events = tuned_session.events.snapshot()
+    wall = events[-1].time - next(e.time for e in events if e.kind == "started")
+    (hist,) = best_so_far_info(tuned_session.trials).tasks
+    assert min(hist.seconds) == 0.0 and 0.0 < max(hist.seconds) <= wall
+    # the second batch was measured after the first
+    batch = list(tuned_session.trials["batch"])
+    assert max(s for s, b in zip(hist.seconds, batch, strict=True) if b == 0) < \
+        min(s for s, b in zip(hist.seconds, batch, strict=True) if b == 1)
+
+
+def test_trace_and_code_views_ask_for_a_trial(stock_run) -> None:
+    assert "Select a trial" in TraceView(stock_run.trial).title.value
+    assert "Select a trial" in CodeView(stock_run.trial).code.value
 
 
 def test_trace_view_edit_and_measure(stock_run) -> None:
@@ -140,6 +190,11 @@ def test_design_space_view_shows_changes() -> None:
     assert "appeared" in view.summary.value
 
 
+def test_evolution_view_before_any_generation() -> None:
+    view = EvolutionView([])
+    assert view.figure.data == () and "no generation yet" in view.figure.layout.annotations[0].text
+
+
 def test_evolution_view(tuned_session) -> None:
     view = EvolutionView(tuned_session.events.snapshot())
     gens = view.info.generations
@@ -150,7 +205,18 @@ def test_evolution_view(tuned_session) -> None:
     assert first.by_score + first.by_random == 8
     assert len(first.measured_us) == 8
     assert "epsilon-greedy" in view.summary.value
-    assert len(view.figure.data) >= 1
+    # the box plots of the shown generation hold the scores its generation events carried
+    shown = view.generation.value
+    scores = [list(e.data["scores"]) for e in tuned_session.events.snapshot()
+              if e.kind == "generation" and e.data["generation"] == shown]
+    boxes = [t for t in view.figure.data if t.type == "box"]
+    assert [list(t.y) for t in boxes] == scores and len(scores) == 2
+    failures: dict = {}
+    for e in tuned_session.events.snapshot():
+        if e.kind in ("initial_population", "generation") and e.data["generation"] == shown:
+            for what, n in (e.data.get("failures") or {}).items():
+                failures[what] = failures.get(what, 0) + n
+    assert gens[-1].failures == failures
 
 
 @pytest.mark.parametrize("bad", [-1])

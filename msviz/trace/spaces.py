@@ -1,0 +1,100 @@
+"""Design spaces and trial decisions as plain data, read from TVM below the views.
+
+:func:`generate_design_spaces` runs the schedule rules on a workload; :func:`trial_decisions`
+reads the decisions of a run's fastest trials from their traces. The views turn both into infos
+without touching TVM.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+__all__ = ["DesignSpace", "generate_design_spaces", "trial_decisions"]
+
+
+class DesignSpace(NamedTuple):
+    """One design space the rules produced, as plain data."""
+
+    index: int
+    trace: tuple[str, ...]  # its trace as Python lines (postprocs removed)
+    sites: tuple[tuple[int, str, int], ...]  # (instruction index, kind, valid choice count)
+    script: str  # its IRModule (with the space's sampled decisions) as TVMScript
+
+
+def generate_design_spaces(mod: Any, target: Any = "llvm", rules: Any = None
+                           ) -> list[DesignSpace]:
+    """The design spaces of ``mod`` under ``rules`` (MetaSchedule's PostOrderApply).
+
+    Parameters
+    ----------
+    mod : IRModule | Workload | str
+        The workload.
+    target : str | Target
+        Target of the rules.
+    rules : RuleSet, optional
+        Schedule rules, postprocs and mutators (default: the target's defaults).
+    """
+    from msviz import compat
+    from msviz.engine.rules import RuleSet
+    from msviz.trace.sites import decision_sites
+    from msviz.workloads import resolve
+
+    workload = resolve(mod)
+    target = compat.make_target(target)
+    rules = rules or RuleSet.default(str(target.kind.name))
+    ctx = compat.ms.TuneContext(mod=workload.mod, target=target,
+                                space_generator=rules.space_generator(), num_threads=1)
+    return [
+        DesignSpace(
+            k, tuple(sch.trace.as_python(remove_postproc=True)),
+            tuple((s.index, s.kind, s.count) for s in decision_sites(sch, workload.mod)),
+            sch.mod.script(),
+        )
+        for k, sch in enumerate(ctx.generate_design_space())
+    ]
+
+
+def _categorical_value(inst: Any, decision: Any) -> Any:
+    """A categorical decision as the candidate it picks (its index says little); else as is."""
+    if inst.kind.name != "SampleCategorical" or not isinstance(decision, int):
+        return decision
+    candidates = inst.attrs[0]
+    if 0 <= decision < len(candidates):
+        value = candidates[decision]
+        return getattr(value, "value", value)
+    return decision
+
+
+def trial_decisions(run: Any, *, limit: int = 300) -> pd.DataFrame:
+    """One row per successful trial (the ``limit`` fastest) of the most common design space:
+    ``trial``, ``latency_us`` and its decision at each site (as text; a categorical decision as
+    the candidate it picks), read from the traces.
+
+    Parameters
+    ----------
+    run : Run
+        The records.
+    limit : int
+        Most trials to read.
+    """
+    trials = run.trials
+    ok = trials[trials["status"] == "ok"].nsmallest(limit, "latency_us")
+    rows, shapes = [], {}
+    for index in ok.index:
+        trace = run.trial(int(index)).trace
+        insts = list(trace.insts)
+        decs = {}
+        for inst, value in trace.decisions.items():
+            k = insts.index(inst)
+            v = [int(x) for x in value] if hasattr(value, "__len__") else int(value)
+            decs[f"#{k} {inst.kind.name}"] = str(_categorical_value(inst, v))
+        key = tuple(sorted(decs))
+        shapes[key] = shapes.get(key, 0) + 1
+        rows.append((key, {"trial": int(trials.at[index, "trial"]),
+                           "latency_us": float(trials.at[index, "latency_us"]), **decs}))
+    if not rows:
+        return pd.DataFrame({"trial": [], "latency_us": []})
+    common = max(shapes, key=shapes.get)
+    return pd.DataFrame([r for k, r in rows if k == common])

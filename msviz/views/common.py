@@ -1,0 +1,50 @@
+"""What the view functions share: how failures are told apart, and a figure that says in words
+why it has no data yet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "INFRA_ERROR",
+    "WEBGL_ABOVE",
+    "failure_style",
+    "is_infra",
+    "note_figure",
+    "scatter_type",
+]
+
+#: Status of a trial whose measuring infrastructure failed (not the candidate).
+INFRA_ERROR = "infra_error"
+#: Above this many points a scatter draws with WebGL (fast, but its points are not SVG).
+WEBGL_ABOVE = 2000
+
+
+def is_infra(status: str) -> bool:
+    """Whether ``status`` blames the measuring infrastructure rather than the candidate."""
+    return status == INFRA_ERROR
+
+
+def failure_style(status: str) -> tuple[str, dict]:
+    """Legend name and marker of a failed trial: candidate failures as red crosses,
+    infrastructure failures as grey open diamonds."""
+    if is_infra(status):
+        return "infrastructure failure", {"symbol": "diamond-open", "color": "#7f7f7f",
+                                          "size": 8}
+    return "failed", {"symbol": "x", "color": "crimson", "size": 8}
+
+
+def scatter_type(points: int) -> Any:
+    """``go.Scatter`` (SVG) for small plots, ``go.Scattergl`` above :data:`WEBGL_ABOVE`."""
+    import plotly.graph_objects as go
+
+    return go.Scattergl if points > WEBGL_ABOVE else go.Scatter
+
+
+def note_figure(fig: Any, text: str) -> Any:
+    """Write ``text`` in the middle of ``fig`` and hide its empty axes."""
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       font={"size": 14, "color": "#555"})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig

@@ -1,0 +1,178 @@
+"""Every tab of the dashboard after a live 16-trial session, in real JupyterLab + Chromium:
+each visible plotly graph has rendered data points, each visible menu has options, no widget
+shows an error; one screenshot per tab under ``artifacts/``."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.browser.chromium import chromium
+from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, write_notebook
+from tests.browser.jupyterlab import wait as _wait
+from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+WORKTREE = Path(__file__).resolve().parents[2]
+
+CELLS = [
+    "import msviz\n"
+    "print(msviz.__file__)\n"
+    "session = msviz.Session('GMM-0', work_dir='wd', max_trials=16, trials_per_batch=8,\n"
+    "                        population_size=16, init_min_unmeasured=8, genetic_num_iters=1,\n"
+    "                        seed=7)\n"
+    "dash = session.dashboard()\n"
+    "session.start()\n"
+    "dash",
+]
+
+#: What the page shows in each visible plotly graph, menu and error area (as JSON).
+_SURVEY = """
+const visible = e => !!(e.offsetParent) && e.getBoundingClientRect().width > 0;
+const root = document.querySelector('.msviz-dashboard');
+const graphs = [...root.querySelectorAll('.js-plotly-plot')].filter(visible).map(g => {
+  const title = g.querySelector('.gtitle');
+  return {
+    title: title ? title.textContent : '',
+    points: g.querySelectorAll('.scatterlayer .point').length,
+    lines: [...g.querySelectorAll('.scatterlayer .js-line')]
+      .filter(p => (p.getAttribute('d') || '').length > 2).length,
+    boxes: g.querySelectorAll('.boxlayer .box path, .boxlayer path.box').length,
+    bars: g.querySelectorAll('.barlayer .point').length,
+    parcoords: g.querySelectorAll('.parcoords .axis .tick').length,
+    gl: g.querySelectorAll('canvas.gl-canvas').length,
+    note: [...g.querySelectorAll('.annotation-text')].map(a => a.textContent).join(' | '),
+  };
+});
+const menus = [...root.querySelectorAll('select')].filter(visible)
+  .map(s => ({cls: s.className, options: s.options.length,
+              label: (s.closest('.widget-dropdown, label') || s).textContent.slice(0, 60)}));
+const errors = [...root.querySelectorAll('.msviz-error')].filter(visible)
+  .map(e => e.textContent);
+return JSON.stringify({graphs, menus, errors});
+"""
+
+
+def _survey(driver) -> dict:
+    return json.loads(driver.execute_script(_SURVEY))
+
+
+def _has_data(graph: dict) -> bool:
+    return graph["points"] + graph["lines"] + graph["boxes"] + graph["bars"] \
+        + graph["parcoords"] > 0
+
+
+def _toggle(driver, text: str) -> None:
+    for button in driver.find_elements("css selector", ".msviz-dashboard .widget-toggle-button"):
+        if button.text.strip() == text:
+            button.click()
+            return
+    raise AssertionError(f"no toggle button {text!r}")
+
+
+_FIRST_GRAPH = "const g = [...document.querySelectorAll('.msviz-dashboard .js-plotly-plot')]" \
+    ".filter(e => e.offsetParent)[0];"
+
+
+def _check_toggles(driver) -> dict:
+    """GFLOPS then wall time on the best-so-far plot: the axes follow in the browser (a log
+    axis or a note left over from the previous figure would stay without a reset)."""
+    _toggle(driver, "GFLOPS")
+    _wait(driver, _FIRST_GRAPH + "return g._fullLayout.yaxis.type === 'linear'", timeout=60,
+          what="a linear GFLOPS axis")
+    _toggle(driver, "by wall time")
+    _wait(driver, _FIRST_GRAPH + "return g._fullLayout.xaxis.title.text === 'Wall time (s)'",
+          timeout=60, what="the wall-time axis")
+    time.sleep(1.0)
+    driver.save_screenshot(str(ARTIFACTS / "tab-plots-wall-time.png"))
+    seconds = driver.execute_script(_FIRST_GRAPH + "return g.data[0].x")
+    wall = driver.execute_script(_FIRST_GRAPH + "return g._fullLayout.xaxis.range")
+    assert 0 <= min(seconds) and max(seconds) < 600, seconds  # seconds, not µs or ns
+    driver.execute_script("document.querySelector('.msviz-dashboard .parcoords')"
+                          ".scrollIntoView({block: 'center'})")
+    time.sleep(1.0)
+    driver.save_screenshot(str(ARTIFACTS / "tab-plots-decisions.png"))
+    _toggle(driver, "latency")
+    _toggle(driver, "by trial")
+    driver.execute_script("document.querySelector('.msviz-dashboard').scrollIntoView()")
+    return {"seconds": seconds, "x range": wall}
+
+
+def _tab_titles(driver) -> list[str]:
+    return [t.text for t in driver.find_elements(
+        "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
+
+
+def test_every_tab_after_live_session(tmp_path: Path) -> None:
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root, "tabs.ipynb", CELLS)
+    ARTIFACTS.mkdir(exist_ok=True)
+    report: dict = {}
+    toggles: dict = {}
+    with jupyterlab(root) as url, chromium(offline=True) as driver:
+        try:
+            run_all_cells(driver, url, "tabs.ipynb")
+            # the kernel imports this checkout's msviz
+            _wait(driver, "return document.querySelector('.jp-OutputArea-output pre')",
+                  what="the printed msviz path")
+            printed = driver.execute_script(
+                "return document.querySelector('.jp-OutputArea-output pre').textContent")
+            assert str(WORKTREE / "msviz") in printed, printed
+            _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+                  "return e && e.textContent === 'finished'", timeout=300, what="finished")
+            titles = _tab_titles(driver)
+            assert titles[:2] == ["Trials", "Plots"] and "Evolution" in titles, titles
+            for title in titles:
+                _open_tab(driver, title)
+                time.sleep(1.0)
+                if title == "Plots":
+                    _wait(driver, "return document.querySelectorAll('.msviz-dashboard "
+                          ".js-plotly-plot .scatterlayer .point').length >= 16",
+                          timeout=60, what="the trial points")
+                    driver.find_element("css selector", ".msviz-dashboard .msviz-decisions-button"
+                                        ).click()
+                    _wait(driver, "return document.querySelector('.msviz-dashboard "
+                          ".js-plotly-plot .parcoords')", timeout=120, what="parcoords")
+                if title == "Trace":
+                    _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard "
+                          "select')].some(s => s.offsetParent && s.options.length > 1)",
+                          timeout=120, what="decision editors")
+                if title == "Design spaces":
+                    _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard "
+                          "select')].some(s => s.offsetParent && s.options.length > 0)",
+                          timeout=120, what="design spaces")
+                time.sleep(1.5)
+                survey = _survey(driver)
+                report[title] = survey
+                driver.save_screenshot(str(ARTIFACTS / f"tab-{title.lower().replace(' ', '-')}"
+                                           ".png"))
+                if title == "Plots":
+                    toggles = _check_toggles(driver)
+                if title == "Trials":  # select a trial for the trace and code tabs
+                    driver.find_element("css selector", ".msviz-tt tbody tr").click()
+            (ARTIFACTS / "tabs-survey.json").write_text(
+                json.dumps({**report, "toggles": toggles}, indent=1))
+            page = driver.page_source
+            for bad in BAD_TEXT:
+                assert bad not in page
+            graphs = report["Plots"]["graphs"]
+            assert len(graphs) >= 3, graphs
+            for tab, survey in report.items():
+                for graph in survey["graphs"]:
+                    # data points, and no leftover "why no data yet" note over them
+                    assert _has_data(graph) and not graph["note"], (tab, graph)
+                for menu in survey["menus"]:
+                    assert menu["options"] > 0, (tab, menu)
+                assert survey["errors"] == [], (tab, survey["errors"])
+        except BaseException:
+            driver.save_screenshot(str(ARTIFACTS / "tabs-failure.png"))
+            (ARTIFACTS / "tabs-survey.json").write_text(json.dumps(report, indent=1))
+            raise
+        finally:
+            stop_session(driver)

@@ -1,0 +1,90 @@
+"""best_so_far_info against histories written out by hand; wall time in seconds."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from msviz.views import HistoryInfo, TaskHistory, best_so_far_figure, best_so_far_info
+from msviz.views.history import seconds_since_first
+
+NAN = math.nan
+SECONDS_A = (0.0, 3.0, 6.0, 10.0)
+SECONDS_B = (1.5, 4.0)
+
+
+def test_best_so_far_latency(trials, same) -> None:
+    expected = HistoryInfo("latency_us", "Latency (µs)", (
+        TaskHistory("A", (0, 1, 2, 3), (100.0, 50.0, 80.0, 40.0), (100.0, 50.0, 50.0, 40.0),
+                    ("ok", "ok", "ok", "ok"), SECONDS_A),
+        TaskHistory("B", (0, 1), (NAN, NAN), (NAN, NAN), ("build_error", "infra_error"),
+                    SECONDS_B),
+    ))
+    assert same(best_so_far_info(trials), expected)
+
+
+def test_best_so_far_gflops(trials, same) -> None:
+    expected = HistoryInfo("gflops", "Throughput (GFLOPS)", (
+        TaskHistory("A", (0, 1, 2, 3), (2.0, 4.0, 2.5, 5.0), (2.0, 4.0, 4.0, 5.0),
+                    ("ok", "ok", "ok", "ok"), SECONDS_A),
+        TaskHistory("B", (0, 1), (NAN, NAN), (NAN, NAN), ("build_error", "infra_error"),
+                    SECONDS_B),
+    ))
+    assert same(best_so_far_info(trials, metric="gflops"), expected)
+
+
+@pytest.mark.parametrize("form", ["datetime64[ns, UTC]", "datetime64[us, UTC]",
+                                  "datetime64[ms]", "iso text", "epoch seconds"])
+def test_wall_time_is_seconds_in_every_form(trials, form: str) -> None:
+    """pandas 2 stores ns, pandas 3 µs: the axis is seconds whatever the storage."""
+    stamps = trials["timestamp"]
+    if form == "iso text":
+        trials["timestamp"] = pd.Series([t.isoformat() for t in stamps], dtype=object)
+    elif form == "epoch seconds":
+        trials["timestamp"] = [1.7e9 + (t - stamps.min()).total_seconds() for t in stamps]
+    elif form == "datetime64[ms]":
+        trials["timestamp"] = stamps.dt.tz_localize(None).astype(form)
+    else:
+        trials["timestamp"] = stamps.astype(form)
+    hist = best_so_far_info(trials).tasks
+    assert (hist[0].seconds, hist[1].seconds) == (SECONDS_A, SECONDS_B)
+
+
+def test_wall_time_from_the_log_without_sidecar(trials) -> None:
+    trials["logged_at"] = (trials.pop("timestamp").dt.tz_localize(None)).dt.floor("s")
+    hist = best_so_far_info(trials).tasks
+    assert (hist[0].seconds, hist[1].seconds) == ((0.0, 3.0, 6.0, 10.0), (1.0, 4.0))
+
+
+def test_seconds_since_first_keeps_missing_stamps_missing() -> None:
+    stamps = pd.Series([pd.Timestamp("2026-01-01T00:00:02Z"), pd.NaT,
+                        pd.Timestamp("2026-01-01T00:00:00.5Z")])
+    out = seconds_since_first(stamps)
+    assert out[0] == 1.5 and math.isnan(out[1]) and out[2] == 0.0
+
+
+def test_figure_splits_candidate_and_infrastructure_failures(trials) -> None:
+    fig = best_so_far_figure(best_so_far_info(trials), x="time")
+    names = [t.name for t in fig.data]
+    assert names == ["A: trial", "A: best so far", "B: trial", "B: best so far",
+                     "B: failed", "B: infrastructure failure"]
+    assert fig.data[4].x == (1.5,) and fig.data[5].x == (4.0,)
+    assert fig.layout.xaxis.title.text == "Wall time (s)"
+
+
+def test_empty_figure_says_why(trials) -> None:
+    with pytest.warns(Warning, match="no trials"):
+        info = best_so_far_info(trials.iloc[:0])
+    assert info == HistoryInfo("latency_us", "Latency (µs)", ())
+    fig = best_so_far_figure(info)
+    assert [a.text for a in fig.layout.annotations] == ["no trials yet"]
+    stock = trials.drop(columns=["timestamp"])
+    fig = best_so_far_figure(best_so_far_info(stock), x="time")
+    assert "no wall times" in fig.layout.annotations[0].text
+
+
+def test_bad_metric_is_named(trials) -> None:
+    with pytest.raises(ValueError, match="'speed'"):
+        best_so_far_info(trials, metric="speed")

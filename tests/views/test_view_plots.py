@@ -1,0 +1,120 @@
+"""Plot infos against ones written out by hand: every-trial scatter, cost model (rank
+correlation with ties), decisions, task bars."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from msviz.views import plots as P
+
+NAN = math.nan
+
+
+def test_scatter_by_status(trials, same) -> None:
+    expected = P.TrialScatterInfo(
+        "status", (("ok", (0, 2, 4, 5), (100.0, 50.0, 80.0, 40.0)),),
+        (("build_error", (1,)), ("infra_error", (3,))),
+    )
+    assert same(P.trial_scatter_info(trials), expected)
+
+
+def test_scatter_by_generation(trials, same) -> None:
+    expected = P.TrialScatterInfo(
+        "generation", (("0", (0, 2), (100.0, 50.0)), ("1", (4, 5), (80.0, 40.0))),
+        (("build_error", (1,)), ("infra_error", (3,))),
+    )
+    assert same(P.trial_scatter_info(trials, color_by="generation"), expected)
+
+
+def test_scatter_figure_draws_failures_apart(trials) -> None:
+    fig = P.trial_scatter_figure(P.trial_scatter_info(trials))
+    assert [(t.type, t.name, t.x) for t in fig.data] == [
+        ("scatter", "status=ok", (0, 2, 4, 5)), ("scatter", "failed", (1,)),
+        ("scatter", "infrastructure failure", (3,))]
+    assert fig.data[1].y == (40.0,)  # on the floor: the fastest latency
+
+
+def test_scatter_bad_column_is_named(trials) -> None:
+    with pytest.raises(ValueError, match="'colour'"):
+        P.trial_scatter_info(trials, color_by="colour")
+
+
+#: batch 0: scores with a tie; batch 1: one prediction missing and one failed trial.
+COST = pd.DataFrame({
+    "batch": [0, 0, 0, 0, 1, 1, 1, 1],
+    "predicted_score": [0.1, 0.4, 0.4, 0.9, 0.2, 0.3, NAN, 0.8],
+    "gflops": [1.0, 3.0, 2.0, 5.0, 4.0, 1.0, 2.0, NAN],
+})
+
+
+def test_cost_model_rank_correlation_with_ties(same) -> None:
+    # batch 0, average ranks: scores (1, 2.5, 2.5, 4), GFLOPS (1, 3, 2, 4);
+    #   Pearson of the ranks = 4.5 / sqrt(4.5 * 5) = sqrt(0.9).
+    # batch 1 keeps (0.2, 4.0) and (0.3, 1.0): opposite order, -1.
+    # all six: scores ranked (1, 4.5, 4.5, 6, 2, 3), GFLOPS (1.5, 4, 3, 6, 5, 1.5), both
+    #   with mean 3.5: sum of products 10, sums of squares 17 and 17, so 10 / 17.
+    expected = P.CostModelInfo((
+        P.BatchPrediction(0, (0.1, 0.4, 0.4, 0.9), (1.0, 3.0, 2.0, 5.0), math.sqrt(0.9)),
+        P.BatchPrediction(1, (0.2, 0.3), (4.0, 1.0), -1.0),
+    ), 10 / 17)
+    assert same(P.cost_model_info(COST), expected)
+
+
+def test_rank_correlation_follows_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    ok = COST.dropna()
+    rho = stats.spearmanr(ok["predicted_score"], ok["gflops"]).statistic
+    assert rho == pytest.approx(10 / 17) and P.cost_model_info(COST).spearman == \
+        pytest.approx(rho)
+
+
+def test_cost_model_undefined_correlation_is_nan(same) -> None:
+    flat = pd.DataFrame({"batch": [0, 0], "predicted_score": [0.5, 0.5], "gflops": [1.0, 2.0]})
+    expected = P.CostModelInfo((P.BatchPrediction(0, (0.5, 0.5), (1.0, 2.0), NAN),), NAN)
+    assert same(P.cost_model_info(flat), expected)
+
+
+def test_cost_model_without_predictions_says_why(trials) -> None:
+    stock = trials.drop(columns=["predicted_score", "batch"])
+    with pytest.warns(Warning, match="no cost-model predictions"):
+        info = P.cost_model_info(stock)
+    assert info.batches == () and math.isnan(info.spearman)
+    fig = P.cost_model_figure(info)
+    assert fig.data == () and "no cost-model scores yet" in fig.layout.annotations[0].text
+
+
+def test_decisions(same) -> None:
+    frame = pd.DataFrame({
+        "trial": [3, 7], "latency_us": [10.0, 20.0],
+        "#4 SamplePerfectTile": ["[4, 8]", "[2, 16]"], "#9 SampleCategorical": ["512", "64"],
+    })
+    expected = P.DecisionPlotInfo(
+        ("#4 SamplePerfectTile", "#9 SampleCategorical"),
+        (("[4, 8]", "[2, 16]"), ("512", "64")), (10.0, 20.0), (3, 7))
+    assert same(P.decision_plot_info(frame), expected)
+    (par,) = P.decision_plot_figure(P.decision_plot_info(frame)).data
+    assert [d.label for d in par.dimensions] == ["#4 tile", "#9 categorical", "latency (µs)"]
+    # axes ordered by value, not as text ("64" before "512", "[2, 16]" before "[4, 8]")
+    assert par.dimensions[0].ticktext == ("[2, 16]", "[4, 8]")
+    assert par.dimensions[0].values == (1, 0)
+    assert par.dimensions[1].ticktext == ("64", "512") and par.dimensions[1].values == (1, 0)
+
+
+def test_decisions_empty_says_why() -> None:
+    info = P.decision_plot_info(pd.DataFrame({"trial": [], "latency_us": []}))
+    assert info == P.DecisionPlotInfo((), (), (), ())
+    fig = P.decision_plot_figure(info)
+    assert "no successful trial" in fig.layout.annotations[0].text
+
+
+def test_task_bars(same) -> None:
+    tasks = pd.DataFrame({"task": ["A", "B", "C"], "weight": [1.0, NAN, 3.0],
+                          "best_latency_us": [10.0, 20.0, NAN], "trials": [4, 2, 1]})
+    expected = P.TaskBarsInfo(("A", "B", "C"), (10.0, 20.0, NAN), (10.0, 20.0, NAN), (4, 2, 1))
+    assert same(P.task_bars_info(tasks), expected)
+    tasks["weight"] = [2.0, 0.5, 3.0]
+    expected = P.TaskBarsInfo(("A", "B", "C"), (10.0, 20.0, NAN), (20.0, 10.0, NAN), (4, 2, 1))
+    assert same(P.task_bars_info(tasks), expected)
