@@ -13,7 +13,6 @@ torn (a crash mid-write) or corrupt is skipped, with one warning per file naming
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import NamedTuple
@@ -174,10 +173,3 @@ def read_record_json(path: Path, offset: int) -> list:
     with open(path, "rb") as f:
         f.seek(offset)
         return json.loads(f.readline())
-
-
-def mean_latency_us(run_secs: tuple[float, ...] | None, failed_value: float) -> float:
-    """Mean of ``run_secs`` in microseconds; NaN for a failed or missing measurement."""
-    if not run_secs or any(s >= failed_value for s in run_secs):
-        return math.nan
-    return sum(run_secs) / len(run_secs) * 1e6
