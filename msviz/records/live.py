@@ -57,7 +57,7 @@ class LiveRun(Run):
             self._weights = dict(base._weights)
             frame = base.trials
         else:
-            self._workloads, self._records = [], []
+            self._workloads, self._records = [], db_files.RecordColumns([], [], [], [], [])
             self._task_names, self._flops, self._weights = {}, {}, {}
             frame = trial_row.trials_frame({c: [] for c in ALL_COLUMNS})
         self._frame: pd.DataFrame = frame
@@ -66,9 +66,10 @@ class LiveRun(Run):
         self._counts = {int(w): int(n) for w, n in frame["workload"].value_counts().items()}
         self._last_line = int(frame["line"].max()) if len(frame) else 0
         self._rows_by_line: dict[int, int] | None = None
-        self._offsets = {r.line: r.offset for r in self._records}
-        last = self._records[-1] if self._records else None
-        self._scan = (last.offset, last.line) if last else (0, 1)  # (byte offset, line there)
+        records = self._records
+        self._offsets = dict(zip(records.line, records.offset))
+        # where to go on reading line offsets: (byte offset, the line that starts there)
+        self._scan = (records.offset[-1], records.line[-1]) if records.line else (0, 1)
         self._tasks: tuple[int, pd.DataFrame] | None = None
 
     # -- tables ---------------------------------------------------------------------------------

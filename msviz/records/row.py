@@ -9,7 +9,7 @@ table (:mod:`msviz.records.live`) and the views' inputs. Nothing else computes t
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -81,7 +81,7 @@ _INT_COLUMNS = ("batch", "generation", "iteration", "design_space", "parent", "a
 
 
 def _measured(run_secs: Sequence[float] | None) -> bool:
-    return bool(run_secs) and all(s < compat.FAILED_RUN_SECS for s in run_secs)  # type: ignore[union-attr]
+    return bool(run_secs) and max(run_secs) < compat.FAILED_RUN_SECS  # type: ignore[arg-type, type-var]
 
 
 def mean_latency_us(run_secs: Sequence[float] | None) -> float:
@@ -151,10 +151,6 @@ def log_time(value: Any) -> str | None:
     return stamp.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _ints(values: Iterable[Any]) -> list:
-    return [None if v is None or v != v else int(v) for v in values]
-
-
 def trials_frame(data: dict[str, list], index: Any = None) -> pd.DataFrame:
     """The typed trials DataFrame from column lists (missing columns are left out).
 
@@ -173,7 +169,7 @@ def trials_frame(data: dict[str, list], index: Any = None) -> pd.DataFrame:
         elif column in ("trial", "task_trial", "workload", "line"):
             series = pd.Series(values, dtype="int64", index=index)
         elif column in _INT_COLUMNS:
-            series = pd.Series(_ints(values), dtype="Int64", index=index)
+            series = pd.Series(values, dtype="Int64", index=index)
         elif column == "logged_at":
             series = pd.Series(pd.to_datetime(values, format="%Y-%m-%d %H:%M:%S"),
                                index=index).astype("datetime64[ns]")

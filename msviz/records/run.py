@@ -15,7 +15,7 @@ from msviz.errors import WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
-from msviz.records.row import ALL_COLUMNS, TRIAL_COLUMNS
+from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import read_sidecar
 
 __all__ = ["TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir", "tasks_frame"]
@@ -106,7 +106,7 @@ class Run:
         self.work_dir = Path(work_dir)
         self._check_layout()
         self._workloads = db_files.read_workloads(self.work_dir / db_files.WORKLOAD_FILE)
-        self._records = db_files.read_records(
+        self._records = db_files.read_record_columns(
             self.work_dir / db_files.RECORD_FILE, len(self._workloads)
         )
         self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
@@ -146,7 +146,7 @@ class Run:
         return mods[workload]
 
     def _used_workloads(self) -> list[int]:
-        return sorted({r.workload for r in self._records})
+        return sorted(set(self._records.workload))
 
     def _read_logs(self) -> tuple[dict[int, str], dict[int, float], dict[int, float], dict]:
         from msviz.workloads import flop_count
@@ -179,45 +179,53 @@ class Run:
     # -- tables ---------------------------------------------------------------------------------
 
     def _build_trials(self) -> pd.DataFrame:
-        """One pass over the records: log entries and the sidecar's extras matched per line."""
-        counts: dict[int, int] = {}
-        for rec in self._records:
-            counts[rec.workload] = counts.get(rec.workload, 0) + 1
+        """Column by column: log entries and the sidecar's extras matched per record line."""
+        records = self._records
+        workloads, lines, run_secs = records.workload, records.line, records.run_secs
+        seen: dict[int, int] = {}
+        task_trial = []
+        for w in workloads:
+            k = seen.get(w, 0)
+            seen[w] = k + 1
+            task_trial.append(k)
         # Log entries line up with a task's records only when the log covers exactly those records.
         aligned = {
-            w: entries for w, entries in self._log_trials.items() if len(entries) == counts.get(w)
+            w: entries for w, entries in self._log_trials.items() if len(entries) == seen.get(w)
         }
+        logged = [aligned[w][k] if w in aligned else None for w, k in zip(workloads, task_trial)]
         sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
-        data: dict[str, list] = {c: [] for c in ALL_COLUMNS}
-        seen: dict[int, int] = {}
-        sidecar_columns = [c for c in trial_row.SIDECAR_COLUMNS if c != "remeasured_secs"]
-        for i, rec in enumerate(self._records):
-            k = seen.get(rec.workload, 0)
-            seen[rec.workload] = k + 1
-            entry = aligned[rec.workload][k] if rec.workload in aligned else None
-            kind = entry.error_kind if entry else None
-            error = entry.error if entry else None
-            extra = sidecar.trials.get(rec.line, {})
+        empty: dict = {}
+        extras = [sidecar.trials.get(line, empty) for line in lines]
+        kinds, errors = [], []
+        for entry, extra in zip(logged, extras):
             if extra.get("error"):  # the sidecar's text is the runner's own, untruncated
-                kind, error = extra.get("error_kind"), extra["error"]
-            latency = trial_row.mean_latency_us(rec.run_secs)
-            data["task"].append(self._task_names[rec.workload])
-            data["trial"].append(i)
-            data["task_trial"].append(k)
-            data["status"].append(trial_row.status(rec.run_secs, kind, error))
-            data["latency_us"].append(latency)
-            data["gflops"].append(
-                trial_row.gflops(self._flops.get(rec.workload, math.nan), latency))
-            data["run_secs"].append(rec.run_secs)
-            data["error"].append(error)
-            data["workload"].append(rec.workload)
-            data["line"].append(rec.line)
-            data["logged_at"].append(entry.time if entry else None)
-            for column in sidecar_columns:
-                data[column].append(extra.get(column))
-            again = sidecar.remeasures.get(rec.line)
-            data["remeasured_secs"].append([e.get("run_secs") for e in again] if again else None)
+                kinds.append(extra.get("error_kind"))
+                errors.append(extra["error"])
+            else:
+                kinds.append(entry.error_kind if entry else None)
+                errors.append(entry.error if entry else None)
+        latency = [trial_row.mean_latency_us(secs) for secs in run_secs]
+        data: dict[str, list] = {
+            "task": [self._task_names[w] for w in workloads],
+            "trial": list(range(len(lines))),
+            "task_trial": task_trial,
+            "status": [trial_row.status(*args) for args in zip(run_secs, kinds, errors)],
+            "latency_us": latency,
+            "gflops": [trial_row.gflops(self._flops.get(w, math.nan), lat)
+                       for w, lat in zip(workloads, latency)],
+            "run_secs": run_secs,
+            "error": errors,
+            "workload": workloads,
+            "line": lines,
+            "logged_at": [entry.time if entry else None for entry in logged],
+        }
+        for column in trial_row.SIDECAR_COLUMNS[:-1]:
+            data[column] = [extra.get(column) for extra in extras]
         data["timestamp"] = [trial_row.iso_timestamp(v) for v in data["timestamp"]]
+        again = sidecar.remeasures
+        data["remeasured_secs"] = [
+            [e.get("run_secs") for e in again[line]] if line in again else None for line in lines
+        ]
         return trial_row.trials_frame(data)
 
     # -- trials ---------------------------------------------------------------------------------
@@ -261,8 +269,8 @@ class Run:
 
     def _record_location(self, index: int) -> tuple[int, int, int]:
         """(record line, its byte offset, workload index) of the trial at row ``index``."""
-        rec = self._records[index]
-        return rec.line, rec.offset, rec.workload
+        records = self._records
+        return records.line[index], records.offset[index], records.workload[index]
 
     def _workload_entry(self, workload: int) -> db_files.WorkloadLine | None:
         return self._workloads[workload]

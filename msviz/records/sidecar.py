@@ -176,14 +176,15 @@ def read_sidecar(work_dir: str | Path) -> Sidecar:
         data = f.read()
     lines = data.split(b"\n")
     torn = lines.pop()  # empty after a final newline, else a torn last line
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-            if not isinstance(entry, dict):
-                raise ValueError
-        except ValueError:
+    numbered = [(n, raw) for n, raw in enumerate(lines, start=1) if raw.strip()]
+    try:  # one parse of the whole file; line by line only when some line is bad
+        entries = json.loads(b"[" + b",".join(raw for _, raw in numbered) + b"]")
+        if len(entries) != len(numbered):  # a line such as `1, 2` holds two values
+            raise ValueError
+    except ValueError:
+        entries = [_entry(raw) for _, raw in numbered]
+    for (number, _), entry in zip(numbered, entries, strict=True):
+        if not isinstance(entry, dict):
             bad.append(number)
             continue
         kind, line = entry.get("kind"), entry.get("line")
@@ -203,6 +204,13 @@ def read_sidecar(work_dir: str | Path) -> Sidecar:
     if problems:
         warnings.warn(f"{path}: {'; '.join(problems)}", MsvizWarning, stacklevel=2)
     return out
+
+
+def _entry(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def merge_sidecar(trials: Any, work_dir: str | Path) -> Any:

@@ -56,10 +56,12 @@ def test_torn_tail_is_cut_and_corrupt_lines_warn(tmp_path: Path) -> None:
         f.write("not json\n")
         f.write('{"v":1,"kind":"trial","line":3}\n')
         f.write("[1, 2]\n")  # JSON, but not an entry
+        f.write("7, 8\n")  # two values
+        f.write('{"v":1,"kind":"trial","line":4}\n')
     with pytest.warns(MsvizWarning) as caught:
-        assert list(read_sidecar(tmp_path).trials) == [1, 2, 3]
+        assert list(read_sidecar(tmp_path).trials) == [1, 2, 3, 4]
     assert len(caught) == 1
-    assert str(caught[0].message) == f"{path}: skipped 2 corrupt sidecar line(s) (line 3, 5)"
+    assert str(caught[0].message) == f"{path}: skipped 3 corrupt sidecar line(s) (line 3, 5, 6)"
 
 
 def test_event_timestamp_is_stored_in_milliseconds(tmp_path: Path) -> None:
