@@ -448,9 +448,16 @@ class Session:
 
     def _feed_live(self, event: Any) -> None:
         """Keep the trials table: append the rows ``measured``/``remeasured`` events carry."""
-        if event.kind in ("started", "picked", "measured", "remeasured"):
-            tuner = self._tuner
-            self._live_run().feed(event, workload=getattr(tuner, "workload_index", None))
+        if event.kind not in ("started", "picked", "measured", "remeasured"):
+            return
+        try:
+            self._live_run().feed(event, workload=getattr(self._tuner, "workload_index", None))
+        except Exception as err:  # never lose the table: read the work dir again when asked
+            with self._live_lock:
+                self._live = None
+            self.events.emit("warning", self.workload.name, message=(
+                f"the live trials table could not take a {event.kind} event "
+                f"({type(err).__name__}: {err}); it will be read from the work dir again"))
 
     @property
     def run(self) -> Any:

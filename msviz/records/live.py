@@ -135,7 +135,10 @@ class LiveRun(Run):
 
     def append(self, data: dict, *, task: str, batch: int | None, time: float,
                workload: int | None) -> None:
-        """Add one trial from a ``measured`` event's row (skipped if its line is already in)."""
+        """Add one trial from a ``measured`` event's row (skipped if its line is already in,
+        or if it has no record line: the stock database does not hold it)."""
+        if data.get("line") is None:
+            return
         line = int(data["line"])
         with self._lock:
             if line <= self._last_line:

@@ -128,6 +128,7 @@ class Dashboard(W.VBox):
             self.adapter = UIAdapter(self.session, loop=loop, max_rate=max_rate)
             self.adapter.add_handler(self.on_events)
         self._refresh(full=True)
+        self._plots_stale = False  # the plots were just drawn from these same trials
 
     # -- data ------------------------------------------------------------------------------------
 

@@ -139,3 +139,21 @@ def test_empty_work_dir_then_first_batch(tmp_path: Path) -> None:
     assert run.trials["task"].iloc[0] == "main"  # the event's task
     assert run.trials["gflops"].iloc[0] == pytest.approx(GMM_FLOP / 4.0 / 1e3, rel=1e-12)
     assert math.isnan(run.tasks["weight"].iloc[0])
+
+
+def test_a_bad_event_never_loses_the_table(
+    stock_work_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    wd = tmp_path / "gmm"
+    shutil.copytree(stock_work_dirs["GMM"], wd)
+    session = msviz.Session("GMM-0", work_dir=wd, resume=True)  # idle: events by hand
+    assert len(session.trials) == 12
+    session.events.emit("measured", "GMM-0", batch=0, trials=[{"line": 13, "run_secs": "x"}])
+    (warning,) = session.events.of_kind("warning")
+    assert warning["message"].startswith(
+        "the live trials table could not take a measured event (ValueError")
+    assert not session.events.of_kind("callback_error")  # still subscribed
+    assert list(session.trials["line"]) == list(range(1, 13))  # read again from the work dir
+    session.events.emit("measured", "GMM-0", batch=0, trials=[
+        {"line": 13, "run_secs": [5e-6], "workload": 0}])
+    assert list(session.trials["line"]) == list(range(1, 14))
