@@ -129,8 +129,10 @@ class Session:
         self._thread: threading.Thread | None = None
         self._tuner: Tuner | None = None
         self._measure_lock = threading.Lock()  # all measurements, one at a time
-        self._trials_cache: tuple[tuple, Any] | None = None
         self.end_reason: str | None = None
+        self._live: Any = None  # the trials table, fed by events (see `run`)
+        self._live_lock = threading.Lock()
+        self.events.subscribe(self._feed_live)
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -435,32 +437,39 @@ class Session:
 
     # -- results ----------------------------------------------------------------------------------
 
+    def _live_run(self) -> Any:
+        with self._live_lock:
+            if self._live is None:  # one read of what the work dir holds, before any commit
+                from msviz.records.live import LiveRun
+
+                self._live = LiveRun(self.work_dir, task=self.workload.name,
+                                     flop=self.workload.flop)
+            return self._live
+
+    def _feed_live(self, event: Any) -> None:
+        """Keep the trials table: append the rows ``measured``/``remeasured`` events carry."""
+        if event.kind not in ("started", "picked", "measured", "remeasured"):
+            return
+        try:
+            self._live_run().feed(event, workload=getattr(self._tuner, "workload_index", None))
+        except Exception as err:  # never lose the table: read the work dir again when asked
+            with self._live_lock:
+                self._live = None
+            self.events.emit("warning", self.workload.name, message=(
+                f"the live trials table could not take a {event.kind} event "
+                f"({type(err).__name__}: {err}); it will be read from the work dir again"))
+
     @property
     def run(self) -> Any:
-        """The work dir as a :class:`msviz.Run`, re-read only when its files grew (live);
-        None before the first record."""
-        from msviz.records.run import Run
-
-        files = [self.work_dir / db_files.RECORD_FILE, self.work_dir / "msviz_sidecar.jsonl"]
-        key = tuple(f.stat().st_size if f.is_file() else -1 for f in files)
-        if key[0] < 0:
-            return None
-        if self._trials_cache is None or self._trials_cache[0] != key:
-            self._trials_cache = (key, Run(self.work_dir))
-        return self._trials_cache[1]
+        """The records as a live :class:`msviz.Run`: the work dir read once, then the trials
+        of this session's events appended (a refresh costs the same at any size)."""
+        return self._live_run()
 
     @property
     def trials(self) -> Any:
-        """The trials in the work dir as ``msviz.open(work_dir).trials`` gives them (live)."""
-        run = self.run
-        if run is None:
-            import pandas as pd
-
-            from msviz.records.run import TRIAL_COLUMNS
-            from msviz.records.sidecar import SIDECAR_COLUMNS
-
-            return pd.DataFrame(columns=TRIAL_COLUMNS + SIDECAR_COLUMNS)
-        return run.trials
+        """The trials so far; equal to ``msviz.open(work_dir).trials`` (same columns, values
+        and dtypes) once the session has ended."""
+        return self._live_run().trials
 
     def open(self) -> Any:
         """The work dir as a :class:`msviz.Run` (a fresh read)."""
@@ -469,8 +478,8 @@ class Session:
         return Run(self.work_dir)
 
     def best(self) -> Any:
-        """The best trial so far (``msviz.open(work_dir).best()``)."""
-        return self.open().best()
+        """The best trial so far (as ``msviz.open(work_dir).best()`` would pick it)."""
+        return self._live_run().best()
 
     def dashboard(self, **options: Any) -> Any:
         """A notebook dashboard following this session (controls, progress, views).

@@ -13,14 +13,18 @@ from typing import NamedTuple
 
 __all__ = ["LogTask", "LogTrial", "read_task_logs", "read_task_table"]
 
-_STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ")
-_TRIAL = re.compile(
+_TRIAL_LINE = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\S* \[\w+\] \[[^\]]*\] "
-    r"\[Task #(?P<task>\d+): (?P<name>.*?)\] Trial #(?P<trial>\d+): (?P<rest>.*)$"
+    r"\[Task #(?P<task>\d+): (?P<name>.*?)\] Trial #(?P<trial>\d+): (?P<rest>.*)$",
+    re.MULTILINE,
 )
 _ROW = re.compile(
     r"^\s*(?P<id>\d+) \|\s*(?P<name>.+?) \|\s*(?P<flop>\d+) \|\s*(?P<weight>[\d.]+) \|"
     r"[^|]*\|[^|]*\|[^|]*\|\s*(?P<trials>\d+) \|"
+)
+#: Where a failed trial's error text ends: a time-stamped line or the printed schedule.
+_BODY_END = re.compile(
+    r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? |# from tvm\.script)", re.MULTILINE
 )
 _TASK_FILE = re.compile(r"task_(\d+)_(.+)\.log$")
 
@@ -82,33 +86,21 @@ def read_task_logs(logs_dir: Path) -> dict[int, tuple[str, list[LogTrial]]]:
 
 
 def _read_trials(path: Path) -> list[LogTrial]:
+    """The ``Trial #n`` entries of a task log. A failed trial's error text is the lines after
+    its head, up to the next time-stamped line or the ``# from tvm.script`` dump."""
+    text = path.read_text(errors="replace")
+    heads = list(_TRIAL_LINE.finditer(text))
     trials: list[LogTrial] = []
-    error_lines: list[str] | None = None
-    head: tuple[int, str, str] | None = None
-
-    def flush() -> None:
-        if head is not None and error_lines is not None:
-            text = "\n".join(error_lines).strip()
-            trials.append(LogTrial(head[0], head[1], head[2], text or None))
-
-    for text in path.read_text(errors="replace").splitlines():
-        match = _TRIAL.match(text)
-        if match:
-            flush()
-            error_lines, head = None, None
-            rest = match["rest"]
-            number, time = int(match["trial"]), match["time"]
-            if rest.startswith("Error in "):
-                kind = "build" if rest.startswith("Error in building") else "run"
-                head, error_lines = (number, time, kind), []
-            else:
-                trials.append(LogTrial(number, time, None, None))
+    for i, match in enumerate(heads):
+        rest = match["rest"]
+        number, time = int(match["trial"]), match["time"]
+        if not rest.startswith("Error in "):
+            trials.append(LogTrial(number, time, None, None))
             continue
-        if error_lines is not None:
-            if _STAMP.match(text) or text.startswith("# from tvm.script"):
-                flush()
-                error_lines, head = None, None
-            else:
-                error_lines.append(text)
-    flush()
+        kind = "build" if rest.startswith("Error in building") else "run"
+        body_end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        body = text[match.end() : body_end]
+        stop = _BODY_END.search(body)
+        error = (body[: stop.start()] if stop else body).strip()
+        trials.append(LogTrial(number, time, kind, error or None))
     return trials

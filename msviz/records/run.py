@@ -14,34 +14,11 @@ from msviz import compat
 from msviz.errors import WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
-from msviz.records.sidecar import merge_sidecar
+from msviz.records import row as trial_row
+from msviz.records.row import TRIAL_COLUMNS
+from msviz.records.sidecar import read_sidecar
 
-__all__ = ["TRIAL_COLUMNS", "Run", "Trial", "open_work_dir"]
-
-#: The columns of :attr:`Run.trials`, in order.
-TRIAL_COLUMNS = [
-    "task",
-    "trial",
-    "task_trial",
-    "status",
-    "latency_us",
-    "gflops",
-    "run_secs",
-    "error",
-    "workload",
-    "line",
-    "logged_at",
-]
-
-
-def _status(run_secs: tuple[float, ...] | None, error_kind: str | None, error: str | None) -> str:
-    if run_secs and all(s < compat.FAILED_RUN_SECS for s in run_secs):
-        return "ok"
-    if error_kind is None:
-        return "failed"
-    timeout = error is not None and "Timeout" in error
-    return f"{error_kind}_{'timeout' if timeout else 'error'}"
-
+__all__ = ["TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir", "tasks_frame"]
 
 @dataclass
 class Trial:
@@ -129,12 +106,12 @@ class Run:
         self.work_dir = Path(work_dir)
         self._check_layout()
         self._workloads = db_files.read_workloads(self.work_dir / db_files.WORKLOAD_FILE)
-        self._records = db_files.read_records(
+        self._records = db_files.read_record_columns(
             self.work_dir / db_files.RECORD_FILE, len(self._workloads)
         )
         self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
-        self.trials = merge_sidecar(self._build_trials(), self.work_dir)  # msviz engine's extras
-        self.tasks = self._build_tasks()
+        self.trials = self._build_trials()
+        self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights)
 
     def _check_layout(self) -> None:
         wd = self.work_dir
@@ -169,7 +146,7 @@ class Run:
         return mods[workload]
 
     def _used_workloads(self) -> list[int]:
-        return sorted({r.workload for r in self._records})
+        return sorted(set(self._records.workload))
 
     def _read_logs(self) -> tuple[dict[int, str], dict[int, float], dict[int, float], dict]:
         from msviz.workloads import flop_count
@@ -202,66 +179,54 @@ class Run:
     # -- tables ---------------------------------------------------------------------------------
 
     def _build_trials(self) -> pd.DataFrame:
-        counts: dict[int, int] = {}
-        rows = []
-        for i, rec in enumerate(self._records):
-            k = counts.get(rec.workload, 0)
-            counts[rec.workload] = k + 1
-            rows.append((rec, i, k))
+        """Column by column: log entries and the sidecar's extras matched per record line."""
+        records = self._records
+        workloads, lines, run_secs = records.workload, records.line, records.run_secs
+        seen: dict[int, int] = {}
+        task_trial = []
+        for w in workloads:
+            k = seen.get(w, 0)
+            seen[w] = k + 1
+            task_trial.append(k)
         # Log entries line up with a task's records only when the log covers exactly those records.
         aligned = {
-            w: entries for w, entries in self._log_trials.items() if len(entries) == counts.get(w)
+            w: entries for w, entries in self._log_trials.items() if len(entries) == seen.get(w)
         }
-        data: dict[str, list] = {c: [] for c in TRIAL_COLUMNS}
-        for rec, i, k in rows:
-            entry = aligned[rec.workload][k] if rec.workload in aligned else None
-            kind = entry.error_kind if entry else None
-            error = entry.error if entry else None
-            latency = db_files.mean_latency_us(rec.run_secs, compat.FAILED_RUN_SECS)
-            flop = self._flops.get(rec.workload, math.nan)
-            data["task"].append(self._task_names[rec.workload])
-            data["trial"].append(i)
-            data["task_trial"].append(k)
-            data["status"].append(_status(rec.run_secs, kind, error))
-            data["latency_us"].append(latency)
-            data["gflops"].append(flop / latency / 1e3 if latency > 0 else math.nan)
-            data["run_secs"].append(rec.run_secs)
-            data["error"].append(error)
-            data["workload"].append(rec.workload)
-            data["line"].append(rec.line)
-            data["logged_at"].append(entry.time if entry else None)
-        frame = pd.DataFrame(data, columns=TRIAL_COLUMNS)
-        frame["error"] = pd.Series(data["error"], dtype=object)  # text or None, never NaN
-        frame["latency_us"] = frame["latency_us"].astype(float)
-        frame["gflops"] = frame["gflops"].astype(float)
-        frame["logged_at"] = pd.to_datetime(frame["logged_at"])
-        return frame
-
-    def _build_tasks(self) -> pd.DataFrame:
-        rows = []
-        trials = self.trials
-        for w in self._used_workloads():
-            mine = trials[trials["workload"] == w]
-            ok = mine["latency_us"].dropna()
-            best = int(ok.idxmin()) if len(ok) else None
-            rows.append(
-                {
-                    "task": self._task_names[w],
-                    "flop": self._flops[w],
-                    "weight": self._weights.get(w, math.nan),
-                    "best_latency_us": math.nan if best is None else trials.at[best, "latency_us"],
-                    "best_gflops": math.nan if best is None else trials.at[best, "gflops"],
-                    "trials": len(mine),
-                    "failed": int((mine["status"] != "ok").sum()),
-                    "best_trial": best,
-                    "workload": w,
-                }
-            )
-        return pd.DataFrame(
-            rows,
-            columns=["task", "flop", "weight", "best_latency_us", "best_gflops", "trials",
-                     "failed", "best_trial", "workload"],
-        )
+        logged = [aligned[w][k] if w in aligned else None for w, k in zip(workloads, task_trial)]
+        sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
+        empty: dict = {}
+        extras = [sidecar.trials.get(line, empty) for line in lines]
+        kinds, errors = [], []
+        for entry, extra in zip(logged, extras):
+            if extra.get("error"):  # the sidecar's text is the runner's own, untruncated
+                kinds.append(extra.get("error_kind"))
+                errors.append(extra["error"])
+            else:
+                kinds.append(entry.error_kind if entry else None)
+                errors.append(entry.error if entry else None)
+        latency = [trial_row.mean_latency_us(secs) for secs in run_secs]
+        data: dict[str, list] = {
+            "task": [self._task_names[w] for w in workloads],
+            "trial": list(range(len(lines))),
+            "task_trial": task_trial,
+            "status": [trial_row.status(*args) for args in zip(run_secs, kinds, errors)],
+            "latency_us": latency,
+            "gflops": [trial_row.gflops(self._flops.get(w, math.nan), lat)
+                       for w, lat in zip(workloads, latency)],
+            "run_secs": run_secs,
+            "error": errors,
+            "workload": workloads,
+            "line": lines,
+            "logged_at": [entry.time if entry else None for entry in logged],
+        }
+        for column in trial_row.SIDECAR_COLUMNS[:-1]:
+            data[column] = [extra.get(column) for extra in extras]
+        data["timestamp"] = [trial_row.iso_timestamp(v) for v in data["timestamp"]]
+        again = sidecar.remeasures
+        data["remeasured_secs"] = [
+            [e.get("run_secs") for e in again[line]] if line in again else None for line in lines
+        ]
+        return trial_row.trials_frame(data)
 
     # -- trials ---------------------------------------------------------------------------------
 
@@ -283,6 +248,11 @@ class Run:
         """
         tasks = self.tasks
         if task is None:
+            if len(tasks) == 0:
+                raise ValueError(
+                    f"no tuning records in {self.work_dir}: there is no best trial yet "
+                    f"({db_files.RECORD_FILE} holds no readable record)"
+                )
             if len(tasks) != 1:
                 raise ValueError(
                     f"this run has {len(tasks)} tasks ({', '.join(tasks['task'])}): pass task=..."
@@ -297,17 +267,25 @@ class Run:
             raise ValueError(f"task {row['task']!r} has no successful trial yet")
         return self.trial(int(row["best_trial"]))
 
+    def _record_location(self, index: int) -> tuple[int, int, int]:
+        """(record line, its byte offset, workload index) of the trial at row ``index``."""
+        records = self._records
+        return records.line[index], records.offset[index], records.workload[index]
+
+    def _workload_entry(self, workload: int) -> db_files.WorkloadLine | None:
+        return self._workloads[workload]
+
     def _tuning_record(self, index: int) -> Any:
-        rec = self._records[index]
+        line, offset, workload = self._record_location(index)
         path = self.work_dir / db_files.RECORD_FILE
-        entry = self._workloads[rec.workload]
+        entry = self._workload_entry(workload)
         try:
-            _, record_json = db_files.read_record_json(path, rec.offset)
-            workload = compat.Workload.from_json([entry.shash, entry.payload])
-            return compat.TuningRecord.from_json(record_json, workload)
+            _, record_json = db_files.read_record_json(path, offset)
+            workload_obj = compat.Workload.from_json([entry.shash, entry.payload])
+            return compat.TuningRecord.from_json(record_json, workload_obj)
         except Exception as err:  # a line corrupted inside its trace: say where
             raise WorkDirError(
-                f"{path} line {rec.line} (trial {index}) cannot be read as a tuning record: "
+                f"{path} line {line} (trial {index}) cannot be read as a tuning record: "
                 f"{str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
             ) from None
 
@@ -322,6 +300,34 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({str(self.work_dir)!r}, tasks={len(self.tasks)}, trials={len(self.trials)})"
+
+
+#: The columns of :attr:`Run.tasks`, in order.
+TASK_COLUMNS = ["task", "flop", "weight", "best_latency_us", "best_gflops", "trials", "failed",
+                "best_trial", "workload"]
+
+
+def tasks_frame(trials: pd.DataFrame, names: dict[int, str], flops: dict[int, float],
+                weights: dict[int, float]) -> pd.DataFrame:
+    """The per-task table (MetaSchedule's task table) of a trials frame, one row per workload."""
+    rows = []
+    for w, mine in trials.groupby("workload", sort=True):
+        ok = mine["latency_us"].dropna()
+        best = int(ok.idxmin()) if len(ok) else None
+        rows.append(
+            {
+                "task": names.get(int(w), str(mine["task"].iloc[0])),
+                "flop": flops.get(int(w), math.nan),
+                "weight": weights.get(int(w), math.nan),
+                "best_latency_us": math.nan if best is None else trials.at[best, "latency_us"],
+                "best_gflops": math.nan if best is None else trials.at[best, "gflops"],
+                "trials": len(mine),
+                "failed": int((mine["status"] != "ok").sum()),
+                "best_trial": best,
+                "workload": int(w),
+            }
+        )
+    return pd.DataFrame(rows, columns=TASK_COLUMNS)
 
 
 def open_work_dir(work_dir: str | Path) -> Run:

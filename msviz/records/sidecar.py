@@ -12,7 +12,8 @@ in the same work dir, keyed by the record's line number in ``database_tuning_rec
 
 Each line is written with one ``write`` and flushed, after the stock record it describes, so a
 ``kill -9`` can lose at most the sidecar line of the last record, never a record. A torn last line
-(a crash mid-write) is cut off when a writer reopens the file and skipped by the reader.
+(a crash mid-write) is cut off when a writer reopens the file, and skipped with a warning by the
+reader.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from msviz.errors import MsvizWarning
+from msviz.records import row as trial_row
+from msviz.records.row import SIDECAR_COLUMNS
 
 __all__ = [
     "SIDECAR_COLUMNS",
@@ -39,23 +42,6 @@ __all__ = [
 ]
 
 SIDECAR_FILE = "msviz_sidecar.jsonl"
-
-#: Columns the sidecar adds to ``Run.trials`` (NaN/None where a trial has no sidecar entry).
-SIDECAR_COLUMNS = [
-    "timestamp",
-    "batch",
-    "generation",
-    "iteration",
-    "origin",
-    "pick",
-    "predicted_score",
-    "design_space",
-    "mutator",
-    "parent",
-    "ancestor_line",
-    "remeasured_secs",
-]
-
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
@@ -92,8 +78,13 @@ class SidecarWriter:
         self._file = open(self.path, "a", encoding="utf-8")
 
     def write(self, kind: str, **fields: Any) -> dict:
-        """Append one line ``{"v": 1, "kind": kind, "timestamp": now, **fields}``."""
-        entry = {"v": 1, "kind": kind, "timestamp": _now(), **_plain(fields)}
+        """Append one line ``{"v": 1, "kind": kind, "timestamp": now, **fields}``.
+
+        A ``timestamp`` field (``time.time()`` seconds, e.g. the one an event carries) replaces
+        now; it is stored as ISO 8601 UTC in milliseconds either way.
+        """
+        stamp = trial_row.iso_timestamp(fields.pop("timestamp", None)) or _now()
+        entry = {"v": 1, "kind": kind, "timestamp": stamp, **_plain(fields)}
         text = json.dumps(entry, separators=(",", ":")) + "\n"
         with self._lock:
             if self._file.closed:
@@ -172,8 +163,9 @@ class Sidecar:
 def read_sidecar(work_dir: str | Path) -> Sidecar:
     """Read ``msviz_sidecar.jsonl`` of a work dir; an absent file gives an empty Sidecar.
 
-    A last line without a newline (being written, or torn by a crash) is skipped silently;
-    a complete line that is not valid JSON is skipped with one :class:`MsvizWarning`.
+    A line that is not valid JSON is skipped with one :class:`MsvizWarning` naming the file and
+    the lines: a corrupt line anywhere, and a last line without its newline (torn by a crash, or
+    still being written).
     """
     out = Sidecar()
     path = Path(work_dir) / SIDECAR_FILE
@@ -183,15 +175,16 @@ def read_sidecar(work_dir: str | Path) -> Sidecar:
     with open(path, "rb") as f:
         data = f.read()
     lines = data.split(b"\n")
-    complete = lines[:-1]  # the part after the last newline is empty or torn
-    for number, raw in enumerate(complete, start=1):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-            if not isinstance(entry, dict):
-                raise ValueError
-        except ValueError:
+    torn = lines.pop()  # empty after a final newline, else a torn last line
+    numbered = [(n, raw) for n, raw in enumerate(lines, start=1) if raw.strip()]
+    try:  # one parse of the whole file; line by line only when some line is bad
+        entries = json.loads(b"[" + b",".join(raw for _, raw in numbered) + b"]")
+        if len(entries) != len(numbered):  # a line such as `1, 2` holds two values
+            raise ValueError
+    except ValueError:
+        entries = [_entry(raw) for _, raw in numbered]
+    for (number, _), entry in zip(numbered, entries, strict=True):
+        if not isinstance(entry, dict):
             bad.append(number)
             continue
         kind, line = entry.get("kind"), entry.get("line")
@@ -201,58 +194,52 @@ def read_sidecar(work_dir: str | Path) -> Sidecar:
             out.remeasures.setdefault(line, []).append(entry)
         else:
             out.other.append(entry)
+    problems = []
     if bad:
-        shown = ", ".join(map(str, bad[:20]))
-        warnings.warn(
-            f"{path}: skipped {len(bad)} corrupt sidecar line(s) (line {shown})",
-            MsvizWarning,
-            stacklevel=2,
-        )
+        shown = ", ".join(map(str, bad[:20])) + (" ..." if len(bad) > 20 else "")
+        problems.append(f"skipped {len(bad)} corrupt sidecar line(s) (line {shown})")
+    if torn.strip():
+        problems.append(f"skipped its torn last line (line {len(lines) + 1}, no newline: "
+                        "cut by a crash, or still being written)")
+    if problems:
+        warnings.warn(f"{path}: {'; '.join(problems)}", MsvizWarning, stacklevel=2)
     return out
 
 
-def _status_from(kind: str | None, error: str | None) -> str:
-    timeout = error is not None and "Timeout" in error
-    return f"{kind}_{'timeout' if timeout else 'error'}"
+def _entry(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def merge_sidecar(trials: Any, work_dir: str | Path) -> Any:
-    """Add the sidecar's columns to a ``Run.trials`` frame (matched on its ``line`` column).
+    """Add the sidecar's columns to a trials frame (matched on its ``line`` column).
 
-    Sidecar error text replaces the log's, and sets ``status`` to ``build_error``,
-    ``run_timeout``, ... for a failed trial. Returns a new DataFrame.
+    Sidecar error text replaces the frame's, and sets ``status`` (``build_error``,
+    ``run_timeout``, ``infra_error``, ...) of a failed trial. Returns a new DataFrame.
+    ``Run`` merges while it reads; this is for frames built elsewhere.
     """
-    import pandas as pd
-
     sidecar = read_sidecar(work_dir)
     frame = trials.copy()
-    lines = list(frame["line"]) if "line" in frame else []
-    columns: dict[str, list] = {c: [] for c in SIDECAR_COLUMNS}
+    lines = [int(v) for v in frame["line"]] if "line" in frame else []
+    data: dict[str, list] = {c: [] for c in SIDECAR_COLUMNS}
     errors = list(frame["error"]) if "error" in frame else [None] * len(lines)
     status = list(frame["status"]) if "status" in frame else [None] * len(lines)
     for row, line in enumerate(lines):
-        entry = sidecar.trials.get(int(line), {})
-        for col in SIDECAR_COLUMNS:
-            if col == "remeasured_secs":
-                again = sidecar.remeasures.get(int(line))
-                columns[col].append([e.get("run_secs") for e in again] if again else None)
-            else:
-                columns[col].append(entry.get(col))
+        entry = sidecar.trials.get(line, {})
+        for column in SIDECAR_COLUMNS[:-1]:
+            data[column].append(entry.get(column))
+        again = sidecar.remeasures.get(line)
+        data["remeasured_secs"].append([e.get("run_secs") for e in again] if again else None)
         if entry.get("error"):
             errors[row] = entry["error"]
             if status[row] != "ok":
-                status[row] = _status_from(entry.get("error_kind") or "run", entry["error"])
-    for col in SIDECAR_COLUMNS:
-        frame[col] = pd.Series(columns[col], index=frame.index, dtype=object)
+                status[row] = trial_row.status(None, entry.get("error_kind"), entry["error"])
+    data["timestamp"] = [trial_row.iso_timestamp(v) for v in data["timestamp"]]
     if lines:
-        frame["error"] = pd.Series(errors, index=frame.index, dtype=object)
-        frame["status"] = status
-    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
-    for col in ("predicted_score",):
-        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
-    for col in ("batch", "generation", "iteration", "design_space", "parent", "ancestor_line"):
-        frame[col] = pd.Series(
-            [None if v is None else int(v) for v in columns[col]], index=frame.index,
-            dtype="Int64",
-        )
+        data["error"], data["status"] = errors, status
+    typed = trial_row.trials_frame(data, index=frame.index)
+    for column in typed.columns:
+        frame[column] = typed[column]
     return frame

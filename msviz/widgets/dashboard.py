@@ -73,6 +73,7 @@ class Dashboard(W.VBox):
         self._final_state: str | None = None  # from a finished/stopped/failed event
         self._failure = ""  # the engine's error text once the session failed
         self.last_update = 0.0
+        self._triage_key: tuple[int, int] | None = None  # the failures the triage shows
         target = self._target()
 
         self.buttons = {
@@ -130,6 +131,7 @@ class Dashboard(W.VBox):
             self.adapter = UIAdapter(self.session, loop=loop, max_rate=max_rate)
             self.adapter.add_handler(self.on_events)
         self._refresh(full=True)
+        self._plots_stale = False  # the plots were just drawn from these same trials
 
     # -- data ------------------------------------------------------------------------------------
 
@@ -241,6 +243,13 @@ class Dashboard(W.VBox):
         """Failures grouped by cause, above the table (hidden while there are none)."""
         from msviz.views import failure_triage_info
 
+        # Trials are only appended: the failures changed iff their count or the last one did
+        # (re-grouping thousands of error texts on every batch would grow with the run).
+        failed = trials["trial"][trials["status"] != "ok"] if len(trials) else trials["trial"]
+        key = (len(failed), int(failed.iat[-1]) if len(failed) else -1)
+        if key == self._triage_key:
+            return
+        self._triage_key = key
         frame = failure_triage_info(trials).frame if len(trials) else None
         if frame is None or frame.empty:
             self.triage.value = ""

@@ -8,9 +8,13 @@ import threading
 import time
 from pathlib import Path
 
+import pandas as pd
+import pytest
+
 import msviz
 from msviz.compat import ms
 from msviz.engine.events import EventLog
+from msviz.records import live as live_module
 from msviz.widgets import Dashboard, UIAdapter
 
 
@@ -24,7 +28,15 @@ def _enabled(dash: Dashboard) -> set[str]:
     return {name for name, b in dash.buttons.items() if not b.disabled}
 
 
-def test_dashboard_drives_a_session(tmp_path: Path) -> None:
+def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[Path] = []
+
+    class CountingRun(live_module.Run):  # counts reads of the work dir by the live table
+        def __init__(self, work_dir):
+            reads.append(Path(work_dir))
+            super().__init__(work_dir)
+
+    monkeypatch.setattr(live_module, "Run", CountingRun)
     session = _session(tmp_path / "wd")
     dash = Dashboard(session)
     assert dash.tabs.titles == (
@@ -75,6 +87,13 @@ def test_dashboard_drives_a_session(tmp_path: Path) -> None:
     assert dash.table.total == 17
     edited = session.trials.iloc[-1]
     assert edited["origin"] == "edit" and edited["status"] == "ok" and edited["latency_us"] > 0
+    # every refresh came from the events: the work dir was never read (it was empty at first)
+    assert reads == []
+    shown, disk = dash.table.trials, msviz.open(session.work_dir).trials
+    assert list(shown.columns) == list(disk.columns) and list(shown.dtypes) == list(disk.dtypes)
+    same = ["trial", "task", "task_trial", "status", "latency_us", "gflops", "run_secs", "error",
+            "line", "batch", "generation", "origin", "pick", "predicted_score", "mutator"]
+    pd.testing.assert_frame_equal(shown[same], disk[same])
     dash.click("start")  # makes no sense now: said under the dashboard, nothing raised
     assert dash.error.text.startswith("[Dashboard] Session.start() makes no sense now")
     assert dash.adapter.errors == []

@@ -1,0 +1,187 @@
+"""A trial's row: the one place that turns what was measured into table values.
+
+Mean latency (from ``run_secs``), status (from the error kind, MetaSchedule's ``1e10`` failure
+marker or the log), GFLOPS (from FLOP and latency) and the typed trials DataFrame are computed
+here, for the work-dir reader (:mod:`msviz.records.run`), the sidecar merge, a session's live
+table (:mod:`msviz.records.live`) and the views' inputs. Nothing else computes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+
+from msviz import compat
+
+__all__ = [
+    "ALL_COLUMNS",
+    "SIDECAR_COLUMNS",
+    "STATUSES",
+    "TRIAL_COLUMNS",
+    "gflops",
+    "iso_timestamp",
+    "log_time",
+    "mean_latency_us",
+    "status",
+    "stored_run_secs",
+    "trials_frame",
+]
+
+#: The columns of ``Run.trials`` read from the stock database and logs, in order.
+TRIAL_COLUMNS = [
+    "task",
+    "trial",
+    "task_trial",
+    "status",
+    "latency_us",
+    "gflops",
+    "run_secs",
+    "error",
+    "workload",
+    "line",
+    "logged_at",
+]
+
+#: Columns the msviz sidecar adds (NaN/None where a trial has no sidecar entry).
+SIDECAR_COLUMNS = [
+    "timestamp",
+    "batch",
+    "generation",
+    "iteration",
+    "origin",
+    "pick",
+    "predicted_score",
+    "design_space",
+    "mutator",
+    "parent",
+    "ancestor_line",
+    "remeasured_secs",
+]
+
+#: Every column of ``Run.trials`` / ``Session.trials``, in order.
+ALL_COLUMNS = TRIAL_COLUMNS + SIDECAR_COLUMNS
+
+#: What ``status`` can be. ``infra_error``: the measuring infrastructure failed (watchdog,
+#: no device, a lost batch), not the candidate; ``failed``: a ``1e10`` record with no error text.
+STATUSES = (
+    "ok",
+    "build_error",
+    "build_timeout",
+    "run_error",
+    "run_timeout",
+    "infra_error",
+    "failed",
+)
+
+_INT_COLUMNS = ("batch", "generation", "iteration", "design_space", "parent", "ancestor_line")
+
+
+def _measured(run_secs: Sequence[float] | None) -> bool:
+    return bool(run_secs) and max(run_secs) < compat.FAILED_RUN_SECS  # type: ignore[arg-type, type-var]
+
+
+def mean_latency_us(run_secs: Sequence[float] | None) -> float:
+    """Mean of ``run_secs`` in microseconds; NaN for a failed (``1e10``) or missing measurement."""
+    if not _measured(run_secs):
+        return math.nan
+    return sum(run_secs) / len(run_secs) * 1e6  # type: ignore[arg-type]
+
+
+def gflops(flop: float, latency_us: float) -> float:
+    """Throughput in GFLOPS (``flop`` floating-point operations in ``latency_us`` µs)."""
+    if not latency_us > 0 or not math.isfinite(flop):
+        return math.nan
+    return flop / latency_us / 1e3
+
+
+def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str | None) -> str:
+    """One of :data:`STATUSES`.
+
+    Parameters
+    ----------
+    run_secs : sequence of float, optional
+        What the stock database holds (``[1e10]`` for a failure).
+    error_kind : {"build", "run", "infra"}, optional
+        Where it failed (sidecar, event or log); ``"run"`` is assumed for error text without one.
+    error : str, optional
+        The error text; a ``Timeout`` in it makes ``*_timeout``.
+    """
+    if _measured(run_secs):
+        return "ok"
+    kind = error_kind or ("run" if error else None)
+    if kind is None:
+        return "failed"
+    if kind == "infra":
+        return "infra_error"
+    timeout = error is not None and "Timeout" in error
+    return f"{kind}_{'timeout' if timeout else 'error'}"
+
+
+def stored_run_secs(run_secs: Sequence[float] | None) -> tuple[float, ...]:
+    """``run_secs`` as the stock database stores them (``(1e10,)`` for a failure)."""
+    return tuple(float(s) for s in run_secs) if run_secs else (compat.FAILED_RUN_SECS,)
+
+
+def iso_timestamp(value: Any) -> str | None:
+    """A sidecar timestamp as the sidecar writes it: ISO 8601 UTC, in milliseconds.
+
+    ``value`` is ``time.time()`` seconds or an ISO string (returned as is); None stays None.
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    stamp = datetime.fromtimestamp(float(value), timezone.utc)
+    return stamp.isoformat(timespec="milliseconds")
+
+
+def log_time(value: Any) -> str | None:
+    """A timestamp (``time.time()`` seconds or ISO text) as MetaSchedule's log lines show it:
+    local time, whole seconds."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        stamp = datetime.fromisoformat(value).astimezone()
+    else:
+        stamp = datetime.fromtimestamp(float(value))
+    return stamp.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def trials_frame(data: dict[str, list], index: Any = None) -> pd.DataFrame:
+    """The typed trials DataFrame from column lists (missing columns are left out).
+
+    Every trials frame (a work dir read, a live session's table, one of its chunks) is built
+    here, so the dtypes match: numbers float, sidecar integers ``Int64``, timestamps UTC.
+    """
+    length = len(next(iter(data.values()))) if data else 0
+    out: dict[str, Any] = {}
+    for column in ALL_COLUMNS:
+        if column not in data:
+            continue
+        values = data[column]
+        if column in ("latency_us", "gflops", "predicted_score"):
+            series = pd.Series([math.nan if v is None else v for v in values], dtype=float,
+                               index=index)
+        elif column in ("trial", "task_trial", "workload", "line"):
+            series = pd.Series(values, dtype="int64", index=index)
+        elif column in _INT_COLUMNS:
+            series = pd.Series(values, dtype="Int64", index=index)
+        elif column == "logged_at":
+            series = pd.Series(pd.to_datetime(values, format="%Y-%m-%d %H:%M:%S"),
+                               index=index).astype("datetime64[ns]")
+        elif column == "timestamp":
+            series = pd.Series(pd.to_datetime(values, utc=True, format="ISO8601"),
+                               index=index).astype("datetime64[ns, UTC]")
+        elif column in ("task", "status"):
+            series = pd.Series(values, dtype=str, index=index)
+        else:  # error text, run_secs tuples, origin/pick/mutator names, re-measurements
+            series = pd.Series(values, dtype=object, index=index)
+        out[column] = series
+    frame = pd.DataFrame(out, index=index)
+    if not out:
+        frame = pd.DataFrame(index=range(length))
+    return frame
