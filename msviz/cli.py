@@ -38,10 +38,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _progress(session: Session, start: float) -> str:
-    best = session.best_secs
-    flop = session.workload.flop
-    best_text = "-" if best == float("inf") else (
-        f"{best * 1e6:.2f} us ({flop / best / 1e9:.1f} GFLOPS)")
+    from msviz.records.row import gflops
+
+    best_us = session.best_secs * 1e6
+    best_text = "-" if best_us == float("inf") else (
+        f"{best_us:.2f} us ({gflops(session.workload.flop, best_us):.1f} GFLOPS)")
     stage = next((e.kind for e in reversed(session.events.snapshot()) if e.kind != "log"), "")
     return (f"\r[{time.perf_counter() - start:6.1f} s] {session.state:<8} {stage:<18} "
             f"trials {session.trials_done}/{session.max_trials}  best {best_text}   ")
