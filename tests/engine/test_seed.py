@@ -56,6 +56,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     })
 
 
+# Five tuning processes on a shared 2-core machine take longer than the default limit.
+@pytest.mark.timeout(2400)
 def test_same_seed_same_first_batch(runs: dict[str, list[str]]) -> None:
     a, b, other = runs["evo7a"], runs["evo7b"], runs["evo8"]
     assert len(a) == len(b) == len(other) == 16
@@ -64,6 +66,7 @@ def test_same_seed_same_first_batch(runs: dict[str, list[str]]) -> None:
     assert set(other[:8]) != set(a[:8])
 
 
+@pytest.mark.timeout(2400)
 def test_replay_strategy_reproduces_the_whole_run(runs: dict[str, list[str]]) -> None:
     a, b = runs["rep7a"], runs["rep7b"]
     assert len(a) == 16 and a == b

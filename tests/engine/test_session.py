@@ -67,14 +67,14 @@ def test_database_holds_max_trials_and_compiles(stepped: Any) -> None:
     db = ms.database.JSONDatabase(work_dir=str(session.work_dir))
     assert len(db) == 8 == session.trials_done
     sch = ms.tir_integration.compile_tir(db, session.workload.mod, session.target)
-    # The compiled best schedule computes the workload (GMM-0: C = A @ B, 128^3 float32).
+    # The compiled best schedule computes the workload (GMM-0: Z = X @ Y, 1x128x128 float32).
     import numpy as np
     import tvm
 
     func = tvm.tirx.build(sch.mod, target=session.target)
     rng = np.random.default_rng(0)
-    a, b = rng.random((128, 128), "float32"), rng.random((128, 128), "float32")
-    c = tvm.runtime.tensor(np.zeros((128, 128), "float32"))
+    a, b = rng.random((1, 128, 128), "float32"), rng.random((1, 128, 128), "float32")
+    c = tvm.runtime.tensor(np.zeros((1, 128, 128), "float32"))
     func(tvm.runtime.tensor(a), tvm.runtime.tensor(b), c)
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4)
     run = msviz.open(session.work_dir)
