@@ -143,9 +143,11 @@ class Tuner:
                 self.line_by_hash.setdefault(int(entry["shash"]), int(entry["line"]))
 
     def line_of(self, shash: int) -> int | None:
-        """The record line of a stored schedule (by structural hash), or None."""
-        line = self.line_by_hash.get(shash)
-        return line
+        """The record line of a stored schedule (by structural hash), or None.
+
+        Filled from the sidecar's ``shash`` of each trial when the tuner opens the work dir, so
+        the lineage of stored records survives a resume."""
+        return self.line_by_hash.get(shash)
 
     def line_of_stored(self, shash: int) -> int | None:
         """:meth:`line_of`, hashing every stored record once on a miss (records that
