@@ -6,6 +6,7 @@ from msviz.engine.measure import Measurer
 from msviz.engine.presets import PRESETS, SearchKnobs
 from msviz.engine.rules import RuleError, RuleSet, RuleSpec
 from msviz.engine.session import STATES, Session, SessionStateError
+from msviz.engine.tuner import InfrastructureError
 
 __all__ = [
     "EVENT_KINDS",
@@ -14,6 +15,7 @@ __all__ = [
     "Event",
     "EventLog",
     "EvolutionarySearch",
+    "InfrastructureError",
     "Measurer",
     "RuleError",
     "RuleSet",

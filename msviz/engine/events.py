@@ -4,6 +4,23 @@ Every stage of the engine (design spaces generated, initial population, each gen
 the batch picked, built, measured, cost model updated, paused, resumed, finished, ...) becomes one
 :class:`Event`. An event holds plain Python data only (numbers, strings, lists, dicts), never a live
 TVM object, so a subscriber may keep it as long as it likes and read it from any thread.
+
+Fields of the main kinds (every task event also has ``task_index``):
+
+* ``started``: ``work_dir``, ``seed``, ``preset``, ``strategy``, ``target`` (the full target
+  as a dict, ``Target.export()``), ``target_kind`` (its kind name), ``flop`` (the workload's
+  FLOP count), ``max_trials``, ``trials_per_batch``, ``resumed``, ``knobs``.
+* ``initial_population`` / ``generation`` / ``picked``: ``generation`` (continues across a
+  resume) and ``failures``: ``{step: count}``, each failed try counted once, in the stage where
+  it happened, under the step that failed (``"trace replay"``, a postproc's class name, or
+  ``"mutator <Name>"``); see :meth:`msviz.engine.evolution.EvolutionarySearch.generate`.
+* ``measured``: ``batch``, ``best_us`` and ``trials``, one dict per trial with everything a
+  trials-table row needs: ``line``, ``task``, ``workload``, ``task_trial``, ``batch``,
+  ``generation``, ``timestamp`` (``time.time()``; the sidecar line has the same instant),
+  ``run_secs``, ``latency_us``, ``error_kind`` (None, ``"build"``, ``"run"`` or ``"infra"``),
+  ``error``, ``shash`` and the lineage: ``design_space``, ``origin``, ``parent``, ``mutator``,
+  ``iteration``, ``ancestor_line``, ``pick``, ``predicted_score``
+  (see :func:`msviz.engine.callbacks.add_to_database`).
 """
 
 from __future__ import annotations

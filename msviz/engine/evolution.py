@@ -12,143 +12,54 @@ model (``XGBModel.predict``) and the database (``get_top_k``). One generation is
 :meth:`EvolutionarySearch.generate` is a generator: it yields a :class:`Stage` after each of
 these, so the caller can pause, and returns the picked candidates (``None`` when the search ends,
 as the C++ does). Replays and mutations of a population run on ``num_threads`` threads (TVM calls
-release the GIL). Random numbers come from numpy seeded per child, so a run is reproducible for a
-given seed whatever the thread count (the C++ is not; neither matches the other bit for bit).
+release the GIL). Every random number comes from the search's own generators, seeded from the
+session's seed (per child, per sample, and the untrained cost model's uniform scores: see
+:meth:`EvolutionarySearch.predict`), never from numpy's global state, so the candidates a run
+picks before its first measurement are the same for a seed whatever the thread count (the C++
+is not; neither matches the other bit for bit).
 """
 
 from __future__ import annotations
 
 import heapq
-import threading
 from collections import Counter
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from msviz import compat
+from msviz.engine.candidates import Candidate, Stage, decisions_of
 from msviz.engine.presets import SearchKnobs
+from msviz.trace.replay import apply_trace
 
-__all__ = ["Candidate", "EvolutionarySearch", "Stage", "decisions_of"]
+__all__ = ["Candidate", "EvolutionarySearch", "Stage", "decisions_of", "normalized_scores"]
 
 _SEED_MAX = 2**31 - 1
-
-
-@dataclass(eq=False)
-class Candidate:
-    """One schedule of a population, with where it came from (live: holds the Schedule).
-
-    Attributes
-    ----------
-    sch : Schedule
-        The schedule, postprocs applied.
-    shash : int
-        Structural hash of ``sch.mod`` (the dedup key, as the C++'s module equality).
-    design_space : int | None
-        Index of the design space it was sampled from (None for database records).
-    origin : str
-        ``"database"``, ``"fresh"``, ``"mutated"``, ``"kept"`` (unmutated parent) or ``"copied"``
-        (every mutation try failed).
-    parent : int | None
-        Index of its parent in the previous genetic iteration's population.
-    mutator : str | None
-        Name of the mutator that made it.
-    iteration : int
-        The genetic iteration it appeared in (0 for the initial population).
-    ancestor_line : int | None
-        Record line of the database record at the root of its lineage.
-    score : float
-        The cost model's last (clamped) score.
-    """
-
-    sch: Any
-    shash: int
-    design_space: int | None
-    origin: str
-    parent: int | None = None
-    mutator: str | None = None
-    iteration: int = 0
-    ancestor_line: int | None = None
-    score: float = float("nan")
-    pick: str | None = None
-
-    def lineage(self) -> dict[str, Any]:
-        """Plain lineage fields (no TVM objects)."""
-        return {
-            "design_space": self.design_space,
-            "origin": self.origin,
-            "parent": self.parent,
-            "mutator": self.mutator,
-            "iteration": self.iteration,
-            "ancestor_line": self.ancestor_line,
-        }
-
-
-@dataclass
-class Stage:
-    """One finished stage of a generation: ``kind`` and plain data for its event."""
-
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def decisions_of(trace: Any) -> list[list[Any]]:
-    """``[[inst_index, kind, decision], ...]`` of a trace, in instruction order, as plain data."""
-    decisions = trace.decisions
-    if not len(decisions):
-        return []
-    index = {inst: i for i, inst in enumerate(trace.insts)}  # FFI objects hash by identity
-    out = [
-        [index.get(inst, -1), inst.kind.name, compat.to_jsonable(value)]
-        for inst, value in decisions.items()
-    ]
-    out.sort(key=lambda row: row[0])
-    return out
 
 
 def _mutator_name(mutator: Any) -> str:
     return type(mutator).__name__
 
 
-class _Replayer:
-    """``ThreadedTraceApply``: replay a trace, then the postprocs; counts failures."""
+def normalized_scores(scores: Any) -> np.ndarray:
+    """Scores clamped to >= 0, NaN as 0 (the C++'s ``std::max(0.0, score)`` does both)."""
+    out = np.asarray(scores, dtype="float64")
+    return np.where(out > 0.0, out, 0.0)  # NaN > 0 is False
+
+
+class _Applier:
+    """Replay + postprocs of this search's workload (:func:`msviz.trace.replay.apply_trace`)."""
 
     def __init__(self, mod: Any, postprocs: Sequence[Any]) -> None:
         self.mod = mod
-        self.postprocs = list(postprocs)
-        self.names = [type(p).__name__ for p in self.postprocs]
-        self.failures: Counter[str] = Counter()
-        self._lock = threading.Lock()
+        self.postprocs = [(type(p).__name__, p) for p in postprocs]
 
-    def _fail(self, what: str) -> None:
-        with self._lock:
-            self.failures[what] += 1
-
-    def apply(self, trace: Any, seed: int) -> Any | None:
-        try:
-            sch = compat.Schedule(self.mod, seed=seed, debug_mask=0, error_render_level="none")
-            trace.apply_to_schedule(sch, remove_postproc=True)
-            sch.enter_postproc()
-        except Exception:
-            self._fail("trace replay")
-            return None
-        for name, postproc in zip(self.names, self.postprocs):
-            try:
-                ok = postproc.apply(sch)
-            except Exception:
-                ok = False
-            if not ok:
-                self._fail(name)
-                return None
-        return sch
-
-    def take_failures(self) -> dict[str, int]:
-        with self._lock:
-            out = dict(self.failures)
-            self.failures.clear()
-        return out
+    def apply(self, trace: Any, seed: int) -> tuple[Any | None, str | None]:
+        """The postprocessed schedule or None, and the step that failed."""
+        out = apply_trace(self.mod, trace, self.postprocs, seed=seed)
+        return out.schedule, out.failed_step
 
 
 class EvolutionarySearch:
@@ -197,8 +108,13 @@ class EvolutionarySearch:
         self.cost_model = cost_model
         self.knobs = knobs
         self.num_threads = max(1, int(num_threads))
+        self.seed = int(seed)
         self.rng = np.random.default_rng(seed)
         self.measured: set[int] = set()
+        #: Why :meth:`generate` returned None (the search ended), in words.
+        self.stop_reason: str | None = None
+        self._failures: Counter[str] = Counter()
+        self._predict_calls = 0
         self.num_empty_iters = 0
         self._line_of = line_of or (lambda _shash: None)
         self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="msviz-evo")
@@ -211,7 +127,7 @@ class EvolutionarySearch:
         self.context = context
         sg = context.space_generator
         self.design_spaces = [s.trace.simplified(remove_postproc=True) for s in design_spaces]
-        self.replayer = _Replayer(context.mod, list(sg.postprocs or []))
+        self.replayer = _Applier(context.mod, list(sg.postprocs or []))
         self.mutators = [(m, float(p)) for m, p in (sg.mutator_probs or {}).items()]
 
     def close(self) -> None:
@@ -238,16 +154,15 @@ class EvolutionarySearch:
             return []
         records = list(self.database.get_top_k(self.workload, num))
 
-        def one(args: tuple[Any, int]) -> Candidate | None:
+        def one(args: tuple[Any, int]) -> tuple[Candidate | None, str | None]:
             record, seed = args
-            sch = self.replayer.apply(record.trace, seed)
+            sch, failed = self.replayer.apply(record.trace, seed)
             if sch is None:
-                return None
+                return None, failed
             shash = self._hash(sch)
-            return Candidate(sch, shash, None, "database", ancestor_line=self._line_of(shash))
+            return Candidate(sch, shash, None, "database", ancestor_line=self._line_of(shash)), None
 
-        out = self._map(one, list(zip(records, self._seeds(len(records)))))
-        return [c for c in out if c is not None]
+        return self._count(self._map(one, list(zip(records, self._seeds(len(records))))))
 
     def sample_init_population(self, num: int) -> list[Candidate]:
         """``SampleInitPopulation``: fresh decisions in random design spaces, ``num`` a round."""
@@ -257,36 +172,65 @@ class EvolutionarySearch:
         while len(out) < self.knobs.init_min_unmeasured and fail_count < self.knobs.max_fail_count:
             spaces = self.rng.integers(0, len(self.design_spaces), size=num)
 
-            def one(args: tuple[int, int]) -> Candidate | None:
+            def one(args: tuple[int, int]) -> tuple[Candidate | None, str | None]:
                 space, seed = args
                 trace = compat.Trace(self.design_spaces[space].insts, {})
-                sch = self.replayer.apply(trace, seed)
+                sch, failed = self.replayer.apply(trace, seed)
                 if sch is None:
-                    return None
-                return Candidate(sch, self._hash(sch), int(space), "fresh")
+                    return None, failed
+                return Candidate(sch, self._hash(sch), int(space), "fresh"), None
 
-            found = [c for c in self._map(one, list(zip(spaces, self._seeds(num)))) if c]
+            found = self._count(self._map(one, list(zip(spaces, self._seeds(num)))))
             out.extend(found)
             fail_count += not found
             if num == 0:
                 break
         return out
 
+    def _count(self, outcomes: list[tuple[Candidate | None, str | None]]) -> list[Candidate]:
+        """The candidates made; each failure counted once under the step that failed."""
+        self._failures.update(failed for cand, failed in outcomes if cand is None)
+        return [cand for cand, _ in outcomes if cand is not None]
+
+    def take_failures(self) -> dict[str, int]:
+        """Failures counted since the last call (and forget them)."""
+        out, self._failures = dict(self._failures), Counter()
+        return out
+
+    def _untrained(self) -> bool:
+        """True while an ``XGBModel`` would answer with numpy's *global* random numbers."""
+        model = self.cost_model
+        if not isinstance(model, compat.ms.cost_model.XGBModel):
+            return False
+        return model.data_size < model.num_warmup_samples or model.booster is None
+
     def predict(
         self, population: Sequence[Candidate], cache: dict[int, float] | None = None
     ) -> np.ndarray:
-        """``PredictNormalizedScore``: the cost model's scores, clamped to >= 0.
+        """``PredictNormalizedScore``: the cost model's scores, clamped to >= 0 (NaN as 0).
 
         With a ``cache`` (one per generation: the model does not change within one), a schedule
         already scored, or met twice in the population, is scored once. Kept parents and
         duplicate children are common, so this saves a large share of feature extraction.
+
+        Before an ``XGBModel`` is trained (and during its warm-up) it returns uniform random
+        scores drawn from numpy's global state, which no seed of this search controls; this
+        search draws those uniform scores itself, from its seed, the call number and each
+        schedule's structural hash, so a run is reproducible for a seed.
         """
         cache = {} if cache is None else cache
         todo: dict[int, Candidate] = {}
         for c in population:
             if c.shash not in cache and c.shash not in todo:
                 todo[c.shash] = c
-        if todo:
+        if todo and self._untrained():
+            self._predict_calls += 1
+            scores = np.array([
+                np.random.default_rng([self.seed, self._predict_calls, shash % 2**63]).random()
+                for shash in todo
+            ])
+            cache.update(zip(todo, normalized_scores(scores).tolist()))
+        elif todo:
             cands = [
                 compat.ms.search_strategy.MeasureCandidate(
                     c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True)
@@ -294,19 +238,12 @@ class EvolutionarySearch:
                 for c in todo.values()
             ]
             scores = np.asarray(self.cost_model.predict(self.context, cands), dtype="float64")
-            cache.update(zip(todo, np.maximum(scores, 0.0).tolist()))
+            cache.update(zip(todo, normalized_scores(scores).tolist()))
         return np.array([cache[c.shash] for c in population], dtype="float64")
 
-    def _mutate(
-        self, population: list[Candidate], scores: np.ndarray, iteration: int
-    ) -> tuple[list[Candidate], dict[str, int]]:
-        """One genetic iteration's children (``f_find_candidate`` of the C++)."""
+    def _mutator_sampler(self) -> tuple[list[Any], np.ndarray]:
+        """Mutator sampler: "none" with 1 - p, each mutator with p * its normalized share."""
         knobs = self.knobs
-        pop_size = knobs.population_size
-        total = float(scores.sum())
-        cum = np.cumsum(scores) if total > 0 else np.arange(1, len(scores) + 1, dtype=float)
-        total = float(cum[-1])
-        # Mutator sampler: "none" with 1 - p, each mutator with p * its normalized probability.
         masses = [1.0 - knobs.genetic_mutate_prob]
         mutators: list[Any] = [None]
         mass_sum = sum(p for _, p in self.mutators) if knobs.genetic_mutate_prob > 0 else 0.0
@@ -315,59 +252,105 @@ class EvolutionarySearch:
             masses.append(p * knobs.genetic_mutate_prob / (mass_sum if mass_sum else 1.0))
         if mass_sum == 0.0:
             masses = [1.0] + [0.0] * (len(masses) - 1)
-        mcum = np.cumsum(masses)
-        kept: set[int] = set()
-        kept_lock = threading.Lock()
-        mutator_fail: Counter[str] = Counter()
-        fail_lock = threading.Lock()
-        apply_mutator = compat.ms._ffi_api.MutatorApply
+        return mutators, np.cumsum(masses)
 
-        def child(seed: int) -> Candidate:
-            rng = np.random.default_rng(seed)
-            parent_id = -1
-            for _ in range(knobs.genetic_max_fail_count + 1):
+    def _mutate(
+        self, population: list[Candidate], scores: np.ndarray, iteration: int
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        """One genetic iteration's children (``f_find_candidate`` of the C++).
+
+        Children are tried in parallel, each with its own random generator, in waves: a wave
+        runs every unsettled child until it makes a mutated child, runs out of tries, or draws
+        "keep the parent unmutated"; then the keeps are settled in child order (a parent is
+        kept once, a later keep of it tries again in the next wave). So the result never
+        depends on which thread ran first. Each failed try counts once: ``"mutator X"`` when
+        the mutator found nothing to change, else the step (``"trace replay"`` or a postproc)
+        that rejected the mutated trace.
+        """
+        knobs = self.knobs
+        pop_size = knobs.population_size
+        scores = normalized_scores(scores)
+        total = float(scores.sum())
+        cum = np.cumsum(scores) if total > 0 else np.arange(1, len(scores) + 1, dtype=float)
+        total = float(cum[-1])
+        mutators, mcum = self._mutator_sampler()
+        apply_mutator = compat.ms._ffi_api.MutatorApply
+        failures: Counter[str] = Counter()
+
+        def tries(state: dict[str, Any]) -> tuple[str, Any, list[str]]:
+            """Try until made / keep / out of tries: (what, value, failed steps)."""
+            rng, failed = state["rng"], []
+            while state["left"] > 0:
+                state["left"] -= 1
                 parent_id = int(np.searchsorted(cum, rng.random() * total, side="right"))
                 parent_id = min(parent_id, len(population) - 1) % pop_size
+                state["parent"] = parent_id
                 parent = population[parent_id]
                 which = int(np.searchsorted(mcum, rng.random() * mcum[-1], side="right"))
                 mutator = mutators[min(which, len(mutators) - 1)]
-                if mutator is not None:
-                    name = _mutator_name(mutator)
-                    new_trace = apply_mutator(
-                        mutator, parent.sch.trace, int(rng.integers(1, _SEED_MAX))
-                    )
-                    sch = None
-                    if new_trace is not None:
-                        sch = self.replayer.apply(new_trace, int(rng.integers(1, _SEED_MAX)))
-                    if sch is not None:
-                        return Candidate(
-                            sch, self._hash(sch), parent.design_space, "mutated", parent_id,
-                            name, iteration, parent.ancestor_line,
-                        )
-                    with fail_lock:
-                        mutator_fail[name] += 1
+                if mutator is None:
+                    return "keep", parent_id, failed
+                name = _mutator_name(mutator)
+                new_trace = apply_mutator(
+                    mutator, parent.sch.trace, int(rng.integers(1, _SEED_MAX)))
+                if new_trace is None:
+                    failed.append(f"mutator {name}")
                     continue
-                with kept_lock:
-                    first = parent_id not in kept
-                    kept.add(parent_id)
-                if first:
-                    return Candidate(
-                        parent.sch, parent.shash, parent.design_space, "kept", parent_id, None,
-                        iteration, parent.ancestor_line,
-                    )
-            parent = population[parent_id]
-            return Candidate(
-                parent.sch, parent.shash, parent.design_space, "copied", parent_id, None,
-                iteration, parent.ancestor_line,
-            )
+                sch, step = self.replayer.apply(new_trace, int(rng.integers(1, _SEED_MAX)))
+                if sch is None:
+                    failed.append(str(step))
+                    continue
+                return "made", Candidate(
+                    sch, self._hash(sch), parent.design_space, "mutated", parent_id, name,
+                    iteration, parent.ancestor_line,
+                ), failed
+            return "out", state["parent"], failed
 
-        children = self._map(child, self._seeds(pop_size))
-        return children, dict(mutator_fail)
+        def copy_of(i: int, origin: str) -> Candidate:
+            p = population[i]
+            return Candidate(p.sch, p.shash, p.design_space, origin, i, None, iteration,
+                             p.ancestor_line)
+
+        states = [{"rng": np.random.default_rng(seed), "left": knobs.genetic_max_fail_count + 1,
+                   "parent": -1} for seed in self._seeds(pop_size)]
+        children: list[Candidate | None] = [None] * pop_size
+        kept: set[int] = set()
+        todo = list(range(pop_size))
+        while todo:
+            outcomes = self._map(tries, [states[i] for i in todo])
+            again = []
+            for i, (what, value, failed) in zip(todo, outcomes):  # settled in child order
+                failures.update(failed)
+                if what == "made":
+                    children[i] = value
+                elif what == "out":
+                    children[i] = copy_of(value, "copied")
+                elif value not in kept:
+                    kept.add(value)
+                    children[i] = copy_of(value, "kept")
+                elif states[i]["left"] > 0:
+                    again.append(i)
+                else:
+                    children[i] = copy_of(value, "copied")
+            todo = again
+        return [c for c in children if c is not None], dict(failures)
 
     def generate(
         self, num: int, *, generation: int = 0
     ) -> Generator[Stage, None, list[Candidate] | None]:
         """Run one generation, yielding a :class:`Stage` after each step.
+
+        The stages' ``failures`` count each failed try once, in the stage where it happened,
+        under the step that failed: ``"trace replay"``, a postproc's class name, or
+        ``"mutator <Name>"`` (the mutator found nothing to change):
+
+        * ``initial_population``: records of the database and fresh samples that failed to
+          replay or were rejected by a postproc;
+        * ``generation`` with ``iteration`` k >= 1: failed tries while mutating iteration
+          k - 1's population into iteration k's (a mutated trace that a postproc rejects
+          counts under the postproc only);
+        * ``generation`` with ``iteration`` 0: always ``{}`` (its population is the initial
+          population, whose failures were in the ``initial_population`` event).
 
         Parameters
         ----------
@@ -380,13 +363,14 @@ class EvolutionarySearch:
         -------
         picks : list of Candidate or None
             What to measure next; ``[]`` when nothing new was found, ``None`` when the search
-            ends (too few initial samples, or ``num_empty_iters_before_early_stop`` empty picks).
+            ends (:attr:`stop_reason` says why: too few initial samples, an empty initial
+            population, or ``num_empty_iters_before_early_stop`` empty picks).
         """
         knobs = self.knobs
         pop = knobs.population_size
+        self.take_failures()
         best = self.pick_best_from_database(int(pop * knobs.init_measured_ratio))
         fresh = self.sample_init_population(pop - len(best))
-        failures = self.replayer.take_failures()
         inits = best + fresh
         yield Stage(
             "initial_population",
@@ -394,14 +378,24 @@ class EvolutionarySearch:
                 "generation": generation,
                 "from_database": len(best),
                 "fresh": len(fresh),
-                "enough": len(fresh) >= knobs.init_min_unmeasured,
-                "failures": failures,
+                "enough": len(fresh) >= knobs.init_min_unmeasured and bool(inits),
+                "failures": self.take_failures(),
                 "candidates": [
                     {**c.lineage(), "decisions": decisions_of(c.sch.trace)} for c in inits
                 ],
             },
         )
         if len(fresh) < knobs.init_min_unmeasured:
+            self.stop_reason = (
+                f"the initial sampling found {len(fresh)} valid fresh schedule(s), fewer than "
+                f"init_min_unmeasured={knobs.init_min_unmeasured} (max_fail_count="
+                f"{knobs.max_fail_count} sampling rounds without one)")
+            return None
+        if not inits:
+            self.stop_reason = (
+                f"the initial population is empty: init_min_unmeasured="
+                f"{knobs.init_min_unmeasured} asks for no fresh samples and the database holds "
+                "no record of this workload to start from; set init_min_unmeasured >= 1")
             return None
         # EvolveWithCostModel
         exists = set(self.measured)
@@ -409,6 +403,7 @@ class EvolutionarySearch:
         counter = 0
         population = inits
         score_cache: dict[int, float] = {}
+        failures: dict[str, int] = {}
         for iteration in range(knobs.genetic_num_iters + 1):
             scores = self.predict(population, score_cache)
             added = 0
@@ -442,9 +437,7 @@ class EvolutionarySearch:
             )
             if iteration == knobs.genetic_num_iters:
                 break
-            population, mutator_fail = self._mutate(population, scores, iteration + 1)
-            failures = {**self.replayer.take_failures(), **{
-                f"mutator {k}": v for k, v in mutator_fail.items()}}
+            population, failures = self._mutate(population, scores, iteration + 1)
         bests = [c for _, _, c in sorted(heap, key=lambda t: (-t[0], -t[1]))]
         picks = self.pick_with_eps_greedy(fresh, bests, num)
         yield Stage(
@@ -468,14 +461,30 @@ class EvolutionarySearch:
         if not picks:
             self.num_empty_iters += 1
             if self.num_empty_iters >= knobs.num_empty_iters_before_early_stop:
+                self.stop_reason = (
+                    f"{self.num_empty_iters} generations in a row found nothing new to measure "
+                    f"(num_empty_iters_before_early_stop="
+                    f"{knobs.num_empty_iters_before_early_stop})")
                 return None
         return picks
+
+    def forget(self, shashes: Sequence[int]) -> None:
+        """Count these schedules as unmeasured again (their measurement failed for reasons
+        outside the schedule, e.g. a lost runner), so a later generation may pick them."""
+        self.measured.difference_update(shashes)
 
     def pick_with_eps_greedy(
         self, unmeasured: list[Candidate], bests: list[Candidate], num: int
     ) -> list[Candidate]:
-        """``PickWithEpsGreedy``: ``num * (1 - eps)`` from the bests, the rest at random."""
+        """``PickWithEpsGreedy``: ``num * (1 - eps)`` from the bests, the rest at random.
+
+        The C++ rounds ``num * eps`` down (16 * 0.05 -> 0 random picks); with the knob
+        ``eps_greedy_at_least_one`` (preset ``"msviz"``) at least one pick is random when
+        ``eps_greedy > 0``.
+        """
         num_rands = int(num * self.knobs.eps_greedy)
+        if self.knobs.eps_greedy_at_least_one and self.knobs.eps_greedy > 0 and num > 0:
+            num_rands = max(1, num_rands)
         num_bests = num - num_rands
         rands = [int(i) for i in self.rng.permutation(len(unmeasured))]
         results: list[Candidate] = []

@@ -19,15 +19,50 @@ from typing import Any
 
 from msviz import compat
 
-__all__ = ["BuildOutcome", "MeasureResult", "Measurer", "cuda_available"]
+__all__ = [
+    "ERROR_KINDS",
+    "BuildOutcome",
+    "MeasureResult",
+    "Measurer",
+    "cuda_available",
+    "is_infra_error",
+]
+
+
+#: Error kinds of a :class:`MeasureResult`: the candidate failed to build, failed (or timed
+#: out) when run, or could not be measured for reasons outside it ("infra": a watchdog
+#: timeout, no CUDA device, a builder or runner that raised or lost the batch, an RPC error).
+ERROR_KINDS = ("build", "run", "infra")
+
+#: Error texts of a runner that failed around the candidate rather than in it.
+_INFRA_MARKERS = (
+    "RPCSessionTimeoutError",
+    "RPCError",
+    "Connection refused",
+    "Connection reset",
+    "Broken pipe",
+    "tracker",
+    "no CUDA device",
+    "CUDA_ERROR_NO_DEVICE",
+    "no CUDA-capable device",
+)
+
+
+def is_infra_error(text: str | None) -> bool:
+    """True when a runner's error text says the infrastructure failed, not the candidate."""
+    return text is not None and any(m in text for m in _INFRA_MARKERS)
 
 
 @dataclass(frozen=True)
 class BuildOutcome:
-    """One candidate's build: the artifact path, or the builder's error text."""
+    """One candidate's build: the artifact path, or the builder's error text.
+
+    ``infra`` is True when the builder itself failed (watchdog, exception), not the candidate.
+    """
 
     artifact: str | None
     error: str | None
+    infra: bool = False
 
 
 @dataclass(frozen=True)
@@ -36,7 +71,7 @@ class MeasureResult:
 
     run_secs: tuple[float, ...] | None
     error: str | None
-    error_kind: str | None  # "build" | "run" | None
+    error_kind: str | None  # one of ERROR_KINDS, or None
 
     @property
     def ok(self) -> bool:
@@ -213,10 +248,10 @@ class Measurer:
         except WatchdogTimeout as err:
             msg = f"msviz watchdog: the builder's worker pool stopped answering ({err}); " \
                   "its workers were killed and the pool replaced"
-            return [BuildOutcome(None, msg) for _ in mods]
+            return [BuildOutcome(None, msg, infra=True) for _ in mods]
         except Exception as err:
             msg = f"msviz: the builder raised {type(err).__name__}: {err}"
-            return [BuildOutcome(None, msg) for _ in mods]
+            return [BuildOutcome(None, msg, infra=True) for _ in mods]
         return [BuildOutcome(r.artifact_path, r.error_msg) for r in results]
 
     # -- run --------------------------------------------------------------------------------------
@@ -230,6 +265,11 @@ class Measurer:
     ) -> list[MeasureResult]:
         """Run what built; failed builds come back as ``build`` errors, in order.
 
+        A failure of the measuring infrastructure (the builder's or runner's watchdog, a
+        builder or runner that raised, no CUDA device, an RPC session error) comes back with
+        ``error_kind="infra"``; a real build or run error of the candidate as ``"build"`` /
+        ``"run"``.
+
         Parameters
         ----------
         built : sequence of BuildOutcome
@@ -240,7 +280,8 @@ class Measurer:
             Time with these settings instead (a temporary runner, e.g. for re-measuring).
         """
         out: list[MeasureResult | None] = [
-            MeasureResult(None, b.error, "build") if b.error or not b.artifact else None
+            MeasureResult(None, b.error, "infra" if b.infra else "build")
+            if b.error or not b.artifact else None
             for b in built
         ]
         todo = [i for i, r in enumerate(out) if r is None]
@@ -250,7 +291,7 @@ class Measurer:
             why = cuda_available()
             if why is not None:
                 for i in todo:
-                    out[i] = MeasureResult(None, f"LocalRunner: {why}", "run")
+                    out[i] = MeasureResult(None, f"LocalRunner: {why}", "infra")
                 return out  # type: ignore[return-value]
         runner = self.runner
         temporary = evaluator_config is not None and isinstance(self._runner_spec, str)
@@ -276,17 +317,22 @@ class Measurer:
                     if isinstance(self._runner_spec, str) else self.runner
             msg = f"msviz watchdog: the runner stopped answering ({err}); its worker was " \
                   "killed and replaced"
-            results = [compat.ms.runner.RunnerResult(None, msg) for _ in todo]
+            for i in todo:
+                out[i] = MeasureResult(None, msg, "infra")
+            return out  # type: ignore[return-value]
         except Exception as err:
             msg = f"msviz: the runner raised {type(err).__name__}: {err}"
-            results = [compat.ms.runner.RunnerResult(None, msg) for _ in todo]
+            for i in todo:
+                out[i] = MeasureResult(None, msg, "infra")
+            return out  # type: ignore[return-value]
         finally:
             if temporary:
                 self._shutdown_runner(runner)
         for i, res in zip(todo, results):
             secs = tuple(float(s) for s in res.run_secs) if res.run_secs else None
             error = None if res.error_msg is None else str(res.error_msg)
-            out[i] = MeasureResult(secs, error, "run" if error else None)
+            kind = None if not error else "infra" if is_infra_error(error) else "run"
+            out[i] = MeasureResult(secs, error, kind)
         return out  # type: ignore[return-value]
 
     def _kill_runner(self, runner: Any) -> None:

@@ -1,11 +1,13 @@
 """Search knobs and the named presets that fill them (``"msviz"`` default, ``"stock"``).
 
 The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySearch``
-(``evolutionary_search.cc``) plus two that stock MetaSchedule fixes elsewhere:
+(``evolutionary_search.cc``) plus three that stock MetaSchedule fixes elsewhere:
 
 * ``cost_model_warmup``: ``XGBModel(num_warmup_samples=...)``. Stock is 100: until 100 trials are
   measured the model returns uniform random scores, so the first batches are picked at random.
   msviz uses 0 (train from the first batch), which finds fast kernels sooner.
+* ``eps_greedy_at_least_one``: stock rounds ``trials_per_batch * eps_greedy`` down, so a batch of
+  16 with the stock 5% picks no random candidate at all; msviz picks at least one.
 * ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
   continues a work dir re-measures schedules the database already holds. msviz skips them.
 
@@ -49,6 +51,9 @@ class SearchKnobs:
         Measured samples before the XGBoost model's scores are used (random before).
     skip_db_measured : bool
         Never pick a schedule the database already holds (stock: only this run's).
+    eps_greedy_at_least_one : bool
+        Pick at least one candidate at random per batch when ``eps_greedy > 0`` (stock rounds
+        ``batch * eps_greedy`` down, to 0 for a batch of 16).
     """
 
     population_size: int = 512
@@ -62,6 +67,7 @@ class SearchKnobs:
     num_empty_iters_before_early_stop: int = 5
     cost_model_warmup: int = 100
     skip_db_measured: bool = False
+    eps_greedy_at_least_one: bool = False
 
     def __post_init__(self) -> None:
         for name in ("init_measured_ratio", "genetic_mutate_prob", "eps_greedy"):
@@ -99,7 +105,7 @@ class SearchKnobs:
 #: Named presets: knob values that differ from MetaSchedule's stock defaults.
 PRESETS: dict[str, dict[str, Any]] = {
     "stock": {},
-    "msviz": {"cost_model_warmup": 0, "skip_db_measured": True},
+    "msviz": {"cost_model_warmup": 0, "skip_db_measured": True, "eps_greedy_at_least_one": True},
 }
 
 

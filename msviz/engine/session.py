@@ -53,7 +53,10 @@ class Session:
     work_dir : str | Path, optional
         Where the stock JSON database, the sidecar and the logs go (a new temp dir if None).
     max_trials : int
-        Trials in total, counting those the work dir already holds when resuming.
+        Trials in total, counting those the work dir already holds when resuming. A candidate
+        that could not be measured for infrastructure reasons (``error_kind="infra"``) is stored
+        but does not count; 3 such batches in a row fail the session with
+        :class:`msviz.engine.InfrastructureError`.
     trials_per_batch : int
         Candidates measured per batch.
     strategy : {"evolutionary", "replay"}
@@ -78,7 +81,8 @@ class Session:
         Search knobs overriding the preset: ``population_size``, ``init_measured_ratio``,
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,
         ``genetic_mutate_prob``, ``genetic_max_fail_count``, ``eps_greedy``,
-        ``cost_model_warmup``, ``skip_db_measured``. Unknown names raise TypeError.
+        ``cost_model_warmup``, ``skip_db_measured``, ``eps_greedy_at_least_one``. Unknown names
+        raise TypeError.
     """
 
     def __init__(self, workload: Any, *, target: Any = "llvm", work_dir: str | Path | None = None,
@@ -143,7 +147,8 @@ class Session:
 
     @property
     def trials_done(self) -> int:
-        """Trials of this task in the work dir (committed ones)."""
+        """Trials of this task in the work dir that count toward ``max_trials`` (committed ones;
+        infrastructure failures are stored but do not count)."""
         return self._tuner.trials_done if self._tuner is not None else 0
 
     @property
@@ -343,7 +348,9 @@ class Session:
         try:
             self.events.emit("started", task, work_dir=str(self.work_dir), seed=self.seed,
                              preset=self.preset, strategy=self.strategy,
-                             target=str(self.target.kind.name), max_trials=self.max_trials,
+                             target=compat.to_jsonable(self.target.export()),
+                             target_kind=str(self.target.kind.name),
+                             flop=float(self.workload.flop), max_trials=self.max_trials,
                              trials_per_batch=self.trials_per_batch, resumed=self._resume,
                              knobs=vars(self.knobs).copy())
             with self._measure_lock:

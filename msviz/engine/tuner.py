@@ -1,27 +1,28 @@
 """The tuning work of one task, run on the session's worker thread, one stage at a time.
 
 :meth:`Tuner.stages` is a generator: it yields ``"stage"`` after each search stage and ``"batch"``
-after each measured batch, which is where the session pauses, stops and applies commands. It
-drives either msviz's port of the evolutionary search or MetaSchedule's own ``ReplayTrace``, and
-does by hand what ``TaskScheduler``'s measure callbacks do (add to database, remove build
-artifacts, update cost model), plus the sidecar and events.
+after each measured batch, which is where the session pauses, stops and applies commands. The
+search is one driver per strategy (:mod:`msviz.engine.evolution`,
+:mod:`msviz.engine.replay_search`); the measure-callback steps live in
+:mod:`msviz.engine.callbacks`, re-measurement in :mod:`msviz.engine.remeasure`.
 """
 
 from __future__ import annotations
 
-import logging
 import math
+import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from msviz import compat
-from msviz.engine.evolution import EvolutionarySearch, decisions_of
-from msviz.engine.measure import Measurer, MeasureResult
+from msviz.engine import callbacks
+from msviz.engine.candidates import decisions_of
+from msviz.engine.evolution import EvolutionarySearch
+from msviz.engine.measure import Measurer
 from msviz.engine.presets import SearchKnobs
+from msviz.engine.replay_search import ReplayTrace
 from msviz.engine.rules import RuleSet
 from msviz.engine.workdir import (
     close_logger,
@@ -30,21 +31,18 @@ from msviz.engine.workdir import (
     task_logger,
     workload_index,
 )
+from msviz.errors import MsvizError
 from msviz.records import database as db_files
-from msviz.records.sidecar import SidecarWriter
+from msviz.records.sidecar import SidecarWriter, read_sidecar
 
-__all__ = ["Tuner"]
+__all__ = ["INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "Tuner"]
 
-_XGB_LOGGER = "tvm.s_tir.meta_schedule.cost_model.xgb_model"
+#: Batches in a row lost entirely to infrastructure failures before the session fails.
+INFRA_BATCHES_BEFORE_FAILING = 3
 
 
-class _Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+class InfrastructureError(MsvizError, RuntimeError):
+    """Measuring keeps failing for reasons outside the schedules (runner, device, watchdog)."""
 
 
 class Tuner:
@@ -74,15 +72,25 @@ class Tuner:
         self.task_index = task_index
         self.batch = 0
         self.generation = 0
+        #: Trials that count toward ``max_trials`` (infrastructure failures do not).
         self.trials_done = 0
+        self.next_task_trial = 0
         self.best_secs = math.inf
         self.ready = False
-        self._line_by_hash: dict[int, int] = {}
+        self.line_by_hash: dict[int, int] = {}
+        self._lines_lock = threading.Lock()
+        self._stored_indexed = False
         self._space_changed = False
+        self._infra_batches = 0
         self.measurer: Measurer | None = None
-        self.evo: EvolutionarySearch | None = None
+        self.search: EvolutionarySearch | ReplayTrace | None = None
         #: Seconds spent generating candidates / building+running / updating the cost model.
         self.timing = {"search": 0.0, "measure": 0.0, "cost_model": 0.0}
+
+    @property
+    def evo(self) -> EvolutionarySearch | None:
+        """The evolutionary search (None for the replay strategy)."""
+        return self.search if isinstance(self.search, EvolutionarySearch) else None
 
     def emit(self, kind: str, **data: Any) -> None:
         self._emit(kind, self.task, task_index=self.task_index, **data)
@@ -103,62 +111,93 @@ class Tuner:
         self.token = self.database.commit_workload(self.workload.mod)
         self.workload_index = workload_index(wd, compat.structural_hash(self.workload.mod))
         self.next_line = count_lines(wd / db_files.RECORD_FILE) + 1
-        records = [r for r in db_files.read_records(wd / db_files.RECORD_FILE, 10**9)
-                   if r.workload == self.workload_index]
-        self.trials_done = len(records)
-        ok = [sum(r.run_secs) / len(r.run_secs) for r in records
-              if r.run_secs and max(r.run_secs) < compat.FAILED_RUN_SECS]
-        self.best_secs = min(ok, default=math.inf)
-        self.sidecar = SidecarWriter(wd)
-        from tvm.s_tir.meta_schedule.cost_model import XGBModel
-
-        self.cost_model = XGBModel(num_warmup_samples=self.knobs.cost_model_warmup,
-                                   num_tuning_cores=self.num_threads)
+        self.sidecar = SidecarWriter(wd)  # cuts a torn sidecar tail first
+        self._continue_from_work_dir()
+        self.cost_model = compat.ms.cost_model.XGBModel(
+            num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
         self.measurer = Measurer(self.target, **self.measurer_options)
         self._make_context(self.rules)
-        if self.trials_done and self.knobs.skip_db_measured:
+        if self.next_task_trial and self.knobs.skip_db_measured:
             self._learn_from_database()
         self.ready = True
 
+    def _continue_from_work_dir(self) -> None:
+        """Counters and lineage continue from what the work dir holds (``resume=True``)."""
+        records = [r for r in db_files.read_records(self.work_dir / db_files.RECORD_FILE, 10**9)
+                   if r.workload == self.workload_index]
+        side = read_sidecar(self.work_dir).trials
+        self._infra_lines = {r.line for r in records
+                             if side.get(r.line, {}).get("error_kind") == "infra"}
+        self.next_task_trial = len(records)
+        self.trials_done = len(records) - len(self._infra_lines)
+        ok = [sum(r.run_secs) / len(r.run_secs) for r in records
+              if r.run_secs and max(r.run_secs) < compat.FAILED_RUN_SECS]
+        self.best_secs = min(ok, default=math.inf)
+        mine = [side[r.line] for r in records if r.line in side]
+        batches = [e["batch"] for e in mine if isinstance(e.get("batch"), int)]
+        gens = [e["generation"] for e in mine if isinstance(e.get("generation"), int)]
+        self.batch = max(batches, default=-1) + 1
+        self.generation = max(gens, default=-1) + 1
+        for entry in mine:
+            if entry.get("shash") is not None:
+                self.line_by_hash.setdefault(int(entry["shash"]), int(entry["line"]))
+
+    def line_of(self, shash: int) -> int | None:
+        """The record line of a stored schedule (by structural hash), or None.
+
+        Filled from the sidecar's ``shash`` of each trial when the tuner opens the work dir, so
+        the lineage of stored records survives a resume."""
+        return self.line_by_hash.get(shash)
+
+    def line_of_stored(self, shash: int) -> int | None:
+        """:meth:`line_of`, hashing every stored record once on a miss (records that
+        predate the sidecar's hashes); for re-measurement."""
+        from msviz.engine.remeasure import index_stored_lines
+
+        with self._lines_lock:
+            if shash not in self.line_by_hash and not self._stored_indexed:
+                self._stored_indexed = True
+                index_stored_lines(self)
+        return self.line_by_hash.get(shash)
+
     def _make_context(self, rules: RuleSet) -> None:
-        strategy = None
-        if self.strategy == "replay":
-            strategy = compat.ms.search_strategy.ReplayTrace(max_fail_count=100)
         self.context = compat.ms.TuneContext(
             mod=self.workload.mod, target=self.target, space_generator=rules.space_generator(),
-            search_strategy=strategy, task_name=self.task, rand_state=self.seed,
+            search_strategy=None, task_name=self.task, rand_state=self.seed,
             num_threads=self.num_threads, logger=self.logger,
         )
         spaces = list(self.context.generate_design_space())
         self.emit("design_spaces", count=len(spaces), rules=str(rules), spaces=[
             {"index": i, "trace": "\n".join(s.trace.as_python(remove_postproc=True)),
              "decisions": decisions_of(s.trace)} for i, s in enumerate(spaces)])
-        if self.strategy == "replay":
-            self.context.pre_tuning(
-                max_trials=max(1, self.max_trials - self.trials_done),
-                num_trials_per_iter=self.trials_per_batch, design_spaces=spaces,
-                database=self.database, cost_model=self.cost_model)
-        elif self.evo is None:
-            self.evo = EvolutionarySearch(
-                self.context, spaces, self.database, self.token, self.cost_model, self.knobs,
-                seed=self.seed, num_threads=self.num_threads, line_of=self._line_by_hash.get)
+        if self.search is not None:
+            self.search.set_space(self.context, spaces)
+        elif self.strategy == "replay":
+            self.search = ReplayTrace(self.context, spaces, seed=self.seed,
+                                      num_threads=self.num_threads)
         else:
-            self.evo.set_space(self.context, spaces)
+            self.search = EvolutionarySearch(
+                self.context, spaces, self.database, self.token, self.cost_model, self.knobs,
+                seed=self.seed, num_threads=self.num_threads, line_of=self.line_of)
 
     def _learn_from_database(self) -> None:
-        """msviz preset: never re-pick a stored schedule, and train the model on stored records."""
-        recs = list(self.database.get_all_tuning_records())
+        """msviz preset: never re-pick a stored schedule, and train the model on stored records.
+
+        Infrastructure failures are neither: they may be picked again and never train."""
         cands, results = [], []
-        for rec in recs:
+        for rec in self.database.get_all_tuning_records():
             if not compat.structural_equal(rec.workload.mod, self.workload.mod):
                 continue
             try:
                 cand = rec.as_measure_candidate()
             except Exception:
                 continue
-            shash = int(compat.structural_hash(cand.sch.mod))
-            self.evo.measured.add(shash) if self.evo is not None else None
             secs = [float(s) for s in rec.run_secs] if rec.run_secs else None
+            shash = int(compat.structural_hash(cand.sch.mod))
+            if secs and max(secs) >= compat.FAILED_RUN_SECS and self._infra_lines \
+                    and self.line_by_hash.get(shash) in self._infra_lines:
+                continue
+            self.search.measured.add(shash)
             if secs and max(secs) < compat.FAILED_RUN_SECS:
                 cands.append(cand)
                 results.append(compat.ms.runner.RunnerResult(secs, None))
@@ -168,9 +207,11 @@ class Tuner:
             self.cost_model, "data_size", len(cands))), source="database", trained_on=len(cands))
 
     def set_rules(self, rules: RuleSet) -> None:
-        """Regenerate the design spaces from new rules; same database and cost model."""
-        if self.strategy == "replay":
-            self.context.post_tuning()
+        """Regenerate the design spaces from new rules; same database and cost model.
+
+        A generation under way is abandoned; the next one starts from its initial population,
+        built with the new rules.
+        """
         self.rules = rules
         self._make_context(rules)
         self._space_changed = True
@@ -178,13 +219,8 @@ class Tuner:
 
     def close(self) -> None:
         """Free threads, workers and files (the database files stay)."""
-        if self.strategy == "replay" and self.ready:
-            try:
-                self.context.post_tuning()
-            except Exception:  # pragma: no cover - already post-tuned
-                pass
-        if self.evo is not None:
-            self.evo.close()
+        if self.search is not None:
+            self.search.close()
         if self.measurer is not None:
             self.measurer.close()
             self.measurer = None
@@ -199,212 +235,80 @@ class Tuner:
         """Tune until ``max_trials``; yields ``"stage"``/``"batch"``; returns why it ended."""
         while self.trials_done < self.max_trials:
             n = min(self.trials_per_batch, self.max_trials - self.trials_done)
-            if self.strategy == "replay":
+            self._space_changed = False
+            gen = self.search.generate(n, generation=self.generation)
+            picks: list | None = None
+            while True:
                 tic = time.perf_counter()
-                cands = self.context.generate_measure_candidates()
-                self.timing["search"] += time.perf_counter() - tic
-                if cands is None:
-                    return "the replay search has no more candidates"
-                items = [(c.sch, c.args_info, {"origin": "fresh", "pick": "random"})
-                         for c in cands]
-                self.emit("picked", generation=self.generation, requested=n,
-                          by_score=0, by_random=len(items), candidates=[
-                              {**info, "decisions": decisions_of(s.trace)}
-                              for s, _, info in items])
-                self.generation += 1
+                try:
+                    stage = next(gen)
+                except StopIteration as done:
+                    picks = done.value
+                    break
+                finally:
+                    self.timing["search"] += time.perf_counter() - tic
+                self.emit(stage.kind, **stage.data)
                 yield "stage"
-            else:
-                gen = self.evo.generate(n, generation=self.generation)
-                picks: list | None = None
-                while True:
-                    tic = time.perf_counter()
-                    try:
-                        stage = next(gen)
-                    except StopIteration as done:
-                        picks = done.value
-                        break
-                    finally:
-                        self.timing["search"] += time.perf_counter() - tic
-                    self.emit(stage.kind, **stage.data)
-                    yield "stage"
-                    if self._space_changed:
-                        gen.close()
-                        break
-                if self._space_changed:
-                    self._space_changed = False
-                    continue
+                if self._space_changed:  # new rules: start a generation from them
+                    gen.close()
+                    break
+            if self._space_changed:
+                self._space_changed = False
                 self.generation += 1
-                if picks is None:
-                    return "the evolutionary search found no more candidates"
-                if not picks:
-                    continue
-                items = [
-                    (c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True),
-                     {**c.lineage(), "pick": c.pick, "predicted_score": c.score})
-                    for c in picks
-                ]
-            self.measure_batch(items)
+                continue
+            self.generation += 1
+            if picks is None:
+                return self.search.stop_reason or "the search found no more candidates"
+            if not picks:
+                continue
+            items = [
+                (c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True),
+                 {**c.lineage(), "pick": c.pick, "predicted_score": c.score,
+                  "shash": str(c.shash)}, c.shash)
+                for c in picks
+            ]
+            self.measure_batch(items, generation=self.generation - 1)
             yield "batch"
         return "reached max_trials"
 
-    def measure_batch(self, items: list[tuple[Any, Any, dict]]) -> None:
+    def measure_batch(self, items: list[tuple[Any, Any, dict, int]], *,
+                      generation: int | None) -> None:
         """Build, run, commit, update the cost model; one event per step."""
         measurer = self.measurer
         batch = self.batch
         tic = time.perf_counter()
-        built = measurer.build([sch.mod for sch, _, _ in items])
+        built = measurer.build([item[0].mod for item in items])
         self.emit("built", batch=batch, results=[
             {"ok": b.error is None, "error": b.error} for b in built])
-        results = measurer.run(built, [args for _, args, _ in items])
-        measurer.cleanup(built)
-        rows = [self.commit(sch, args, res, info, batch)
-                for (sch, args, info), res in zip(items, results)]
+        results = measurer.run(built, [item[1] for item in items])
+        measurer.cleanup(built)  # RemoveBuildArtifact
+        rows = [callbacks.add_to_database(self, sch, args, res, info, batch=batch,
+                                          generation=generation)
+                for (sch, args, info, _), res in zip(items, results)]
         self.timing["measure"] += time.perf_counter() - tic
         self.emit("measured", batch=batch, trials=rows, best_us=self.best_secs * 1e6
                   if math.isfinite(self.best_secs) else None)
-        runner_results = [compat.ms.runner.RunnerResult(
-            list(r.run_secs) if r.run_secs else None, r.error) for r in results]
-        cands = [compat.ms.search_strategy.MeasureCandidate(sch, args) for sch, args, _ in items]
-        if self.strategy == "replay":
-            self.context.notify_runner_results(cands, runner_results)
+        infra = [item[3] for item, r in zip(items, results) if r.error_kind == "infra"]
+        self.search.forget(infra)  # may be picked again: the schedule was never measured
         tic = time.perf_counter()
-        self.update_cost_model(cands, runner_results, results, items, batch)
+        self.emit("cost_model_updated", **callbacks.update_cost_model(self, items, results,
+                                                                      batch))
         self.timing["cost_model"] += time.perf_counter() - tic
         self.batch += 1
+        self._check_infrastructure(results)
 
-    def commit(self, sch: Any, args: Any, res: MeasureResult, info: dict,
-               batch: int | None) -> dict:
-        """Add one trial to the stock database, then its sidecar line and log line."""
-        secs = list(res.run_secs) if res.run_secs else [compat.FAILED_RUN_SECS]
-        self.database.commit_tuning_record(
-            compat.TuningRecord(sch.trace, self.token, secs, self.target, args))
-        line = self.next_line
-        self.next_line += 1
-        task_trial = self.trials_done
-        self.trials_done += 1
-        shash = int(compat.structural_hash(sch.mod))
-        self._line_by_hash.setdefault(shash, line)
-        if res.ok:
-            self.best_secs = min(self.best_secs, sum(secs) / len(secs))
-        self.sidecar.trial(line, task=self.task, workload=self.workload_index,
-                           task_trial=task_trial, batch=batch, generation=self.generation - 1,
-                           error_kind=res.error_kind, error=res.error, run_secs=res.run_secs,
-                           **info)
-        self._log_trial(task_trial, res)
-        latency = sum(secs) / len(secs) * 1e6 if res.ok else None
-        return {"line": line, "task_trial": task_trial, "run_secs": res.run_secs,
-                "latency_us": latency, "error_kind": res.error_kind, "error": res.error, **info}
-
-    def _log_trial(self, task_trial: int, res: MeasureResult) -> None:
-        head = f"[tuner.py:0] [Task #{self.task_index}: {self.task}] Trial #{task_trial + 1}: "
-        if not res.ok:
-            where = "building" if res.error_kind == "build" else "running"
-            self.logger.info(head + f"Error in {where}:\n{res.error}")
-            return
-        mean = sum(res.run_secs) / len(res.run_secs)
-        flop = self.workload.flop
-        gflops = flop / mean / 1e9 if math.isfinite(flop) else float("nan")
-        best = flop / self.best_secs / 1e9 if math.isfinite(flop) else float("nan")
-        self.logger.info(head + f"GFLOPs: {gflops:.4f}. Time: {mean * 1e6:.4f} us. "
-                         f"Best GFLOPs: {best:.4f}")
-
-    def update_cost_model(self, cands: list, runner_results: list, results: list,
-                          items: list, batch: int) -> None:
-        """``UpdateCostModel``: train on what built and ran (or failed at run time)."""
-        keep = [i for i, r in enumerate(results)
-                if r.error_kind != "build" and (r.error or (r.run_secs and sum(r.run_secs) > 0))]
-        capture = _Capture()
-        xgb_logger = logging.getLogger(_XGB_LOGGER)
-        # Its lines go to the task log and the event, never to a console handler that a stock
-        # tune_tir may have installed (it would print into the notebook cell from this thread).
-        propagate, xgb_logger.propagate = xgb_logger.propagate, False
-        xgb_logger.addHandler(capture)
-        try:
-            self.cost_model.update(self.context, [cands[i] for i in keep],
-                                   [runner_results[i] for i in keep])
-        finally:
-            xgb_logger.removeHandler(capture)
-            xgb_logger.propagate = propagate
-        for line in capture.lines:
-            self.logger.debug(line)
-        predicted = np.array([items[i][2].get("predicted_score", np.nan) for i in keep], float)
-        measured = np.array([1.0 / (sum(results[i].run_secs) / len(results[i].run_secs))
-                             if results[i].ok else 0.0 for i in keep], float)
-        corr = None
-        mask = np.isfinite(predicted)
-        if mask.sum() >= 3 and np.std(predicted[mask]) > 0 and np.std(measured[mask]) > 0:
-            rank_p = np.argsort(np.argsort(predicted[mask]))
-            rank_m = np.argsort(np.argsort(measured[mask]))
-            corr = float(np.corrcoef(rank_p, rank_m)[0, 1])
-        self.emit("cost_model_updated", batch=batch, source="batch", trained_on=len(keep),
-                  samples=int(getattr(self.cost_model, "data_size", 0)),
-                  rank_corr_predicted_vs_measured=corr,
-                  validation=[x for x in capture.lines if "validation" in x],
-                  training_log=capture.lines[-3:])
-
-    # -- re-measure -------------------------------------------------------------------------------
+    def _check_infrastructure(self, results: list) -> None:
+        if results and all(r.error_kind == "infra" for r in results):
+            self._infra_batches += 1
+        else:
+            self._infra_batches = 0
+        if self._infra_batches >= INFRA_BATCHES_BEFORE_FAILING:
+            raise InfrastructureError(
+                f"the last {self._infra_batches} batches could not be measured at all, for "
+                f"reasons outside the schedules (infrastructure): {results[0].error}")
 
     def remeasure(self, what: Any, repeats: int) -> dict:
-        """Build and run one schedule again; record it as a re-measurement of its trial."""
-        sch, line = self._resolve(what)
-        if self.measurer is None:
-            self.measurer = Measurer(self.target, **self.measurer_options)
-        cfg = self.measurer.evaluator_config
-        config = {"number": int(cfg.number), "repeat": int(repeats),
-                  "min_repeat_ms": int(cfg.min_repeat_ms),
-                  "enable_cpu_cache_flush": bool(cfg.enable_cpu_cache_flush)}
-        args = compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True)
-        built = self.measurer.build([sch.mod])
-        res = self.measurer.run(built, [args], evaluator_config=config)[0]
-        self.measurer.cleanup(built)
-        if line is None:
-            # A schedule the database does not hold (e.g. an edited decision) becomes a trial
-            # of its own, so it shows in the trials table next to what the search measured.
-            row = self.commit(sch, args, res, {"origin": "edit", "pick": "user"}, batch=None)
-            data = {"line": row["line"], "repeats": repeats, "run_secs": res.run_secs,
-                    "error": res.error, "new_trial": True}
-        else:
-            self.sidecar.remeasure(line, list(res.run_secs) if res.run_secs else None,
-                                   task=self.task, repeats=repeats, error=res.error,
-                                   error_kind=res.error_kind)
-            data = {"line": line, "repeats": repeats, "run_secs": res.run_secs,
-                    "error": res.error, "new_trial": False}
-        self.emit("remeasured", **data)
-        return data
+        """Build and run one schedule again (see :func:`msviz.engine.remeasure.remeasure`)."""
+        from msviz.engine.remeasure import remeasure
 
-    def _resolve(self, what: Any) -> tuple[Any, int | None]:
-        from msviz.records.run import Run
-
-        if isinstance(what, (int, np.integer)) or hasattr(what, "run"):
-            run = what.run if hasattr(what, "run") else Run(self.work_dir)
-            index = what.index if hasattr(what, "run") else int(what)
-            trial = run.trial(index)
-            return trial.schedule, int(run.trials.iloc[trial.index]["line"])
-        sch = what
-        if isinstance(what, compat.Trace):
-            sch = compat.Schedule(self.workload.mod, debug_mask=0)
-            what.apply_to_schedule(sch, remove_postproc=False)
-        if not isinstance(sch, compat.Schedule):
-            raise TypeError("remeasure takes a trial index, a Trial, a Trace or a Schedule, "
-                            f"not {type(what).__name__}")
-        shash = int(compat.structural_hash(sch.mod))
-        if shash not in self._line_by_hash:
-            self._index_stored_lines()
-        return sch, self._line_by_hash.get(shash)
-
-    def _index_stored_lines(self) -> None:
-        """Hash every stored record of this workload once (records from before a resume)."""
-        from msviz.records.run import Run
-
-        if getattr(self, "_stored_indexed", False):
-            return
-        self._stored_indexed = True
-        run = Run(self.work_dir)
-        for row in run.trials.itertuples():
-            if row.workload != self.workload_index:
-                continue
-            try:
-                mod = run.trial(int(row.Index)).mod
-            except Exception:  # a record whose trace no longer replays: not a match
-                continue
-            self._line_by_hash.setdefault(int(compat.structural_hash(mod)), int(row.line))
+        return remeasure(self, what, repeats)

@@ -23,7 +23,14 @@ from msviz.trace.rows import decision_value, is_sampling
 from msviz.trace.sites import EDITABLE_KINDS, DecisionSite, fresh_schedule, site_info
 from msviz.trace.source import resolve_trace
 
-__all__ = ["Replay", "default_postprocs", "replay_error", "with_decisions"]
+__all__ = [
+    "Replay",
+    "ReplayOutcome",
+    "apply_trace",
+    "default_postprocs",
+    "replay_error",
+    "with_decisions",
+]
 
 
 @dataclass
@@ -291,6 +298,91 @@ def _resolve_postprocs(postprocs: Any, mod: Any, target: Any) -> list[tuple[str,
     return initialised_postprocs(list(postprocs), mod, target)
 
 
+# -- replay plus postprocs (shared with the engine's search) ----------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """What :func:`apply_trace` made of a trace.
+
+    Attributes
+    ----------
+    schedule : Schedule | None
+        The replayed schedule with every postproc applied; None when a step failed.
+    failed_step : str | None
+        ``"trace replay"`` when replaying the trace failed, else the class name of the
+        postproc that rejected (or raised on) the schedule; None on success.
+    error : BaseException | None
+        The exception replay or the postproc raised (None when a postproc returned False).
+    """
+
+    schedule: Any
+    failed_step: str | None = None
+    error: BaseException | None = None
+
+
+def apply_trace(
+    mod: Any,
+    trace: Any,
+    postprocs: Any,
+    *,
+    seed: int = 1,
+    decision_provider: Any = None,
+    after_replay: Any = None,
+    schedule: Any = None,
+) -> ReplayOutcome:
+    """Replay ``trace`` on a fresh schedule of ``mod``, then apply the postprocs in order.
+
+    This is MetaSchedule's ``ThreadedTraceApply::Apply`` (used by its search strategies):
+    the trace without its postproc part, ``EnterPostproc``, then each postproc. It never
+    raises for a failing step: the outcome names the step.
+
+    Parameters
+    ----------
+    mod : IRModule
+        The workload before scheduling.
+    trace : Trace
+        What to replay (instructions after ``EnterPostproc`` are dropped).
+    postprocs : sequence of Postproc or of (name, Postproc)
+        Initialised postprocs, applied in order.
+    seed : int
+        Seed of the fresh schedule (decisions the trace lacks are sampled from it).
+    decision_provider : callable, optional
+        Passed to ``Trace.apply_to_schedule`` (to change decisions while replaying).
+    after_replay : callable, optional
+        ``after_replay(sch)`` runs between replay and postprocs; what it raises propagates.
+    schedule : Schedule, optional
+        A fresh schedule of ``mod`` to replay into (default: a new one seeded with ``seed``,
+        no debug checks, no error rendering).
+
+    Returns
+    -------
+    outcome : ReplayOutcome
+    """
+    named = [p if isinstance(p, tuple) else (type(p).__name__, p) for p in postprocs]
+    try:
+        sch = schedule if schedule is not None else compat.Schedule(
+            mod, seed=seed, debug_mask=0, error_render_level="none")
+        if decision_provider is None:
+            trace.apply_to_schedule(sch, remove_postproc=True)
+        else:
+            trace.apply_to_schedule(sch, remove_postproc=True,
+                                    decision_provider=decision_provider)
+    except Exception as err:
+        return ReplayOutcome(None, "trace replay", err)
+    if after_replay is not None:
+        after_replay(sch)
+    sch.enter_postproc()
+    for name, postproc in named:
+        try:
+            ok = postproc.apply(sch)
+        except Exception as err:
+            return ReplayOutcome(None, name, err)
+        if not ok:
+            return ReplayOutcome(None, name, None)
+    return ReplayOutcome(sch)
+
+
 # -- replay ----------------------------------------------------------------------------------
 
 
@@ -342,9 +434,9 @@ def with_decisions(
     edits = _normalize_edits(trace, decisions)
     target = compat.make_target(target)
     index_of = {inst: i for i, inst in enumerate(trace.insts)}
-    sch = fresh_schedule(base, seed=seed)
     pending: list[DecisionError] = []
     given: dict[int, Any] = {}
+    sch = fresh_schedule(base, seed=seed)
 
     def provider(inst: Any, inputs: Any, attrs: Any, decision: Any) -> Any:
         i = index_of.get(inst)
@@ -358,40 +450,35 @@ def with_decisions(
             raise _Abort from None
         return given[i]
 
-    try:
-        trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=provider)
-    except Exception as err:
+    def check_kept(replayed: Any) -> None:
+        new_insts = list(replayed.trace.insts)
+        for i, value in given.items():  # TVM must have kept what was checked, not "repaired" it
+            got = decision_value(replayed.trace.get_decision(new_insts[i]))
+            want = tuple(value) if isinstance(value, list) else value
+            if got != want:
+                raise decision_error(i, new_insts[i].kind.name, edits[i], f"{want}",
+                                     f"TVM replaced the decision with {got}")
+
+    procs = _resolve_postprocs(postprocs, base, target)
+    outcome = apply_trace(base, trace, procs, decision_provider=provider,
+                          after_replay=check_kept, schedule=sch)
+    if outcome.failed_step == "trace replay":
         if pending:
             raise pending[0] from None
         raise replay_error(trace, base, {i: given.get(i, v) for i, v in edits.items()},
-                           err) from None
-    new_insts = list(sch.trace.insts)
-    for i, value in given.items():  # TVM must have kept what was checked, not "repaired" it
-        got = decision_value(sch.trace.get_decision(new_insts[i]))
-        want = tuple(value) if isinstance(value, list) else value
-        if got != want:
-            raise decision_error(i, new_insts[i].kind.name, edits[i], f"{want}",
-                                 f"TVM replaced the decision with {got}")
-    applied = []
-    procs = _resolve_postprocs(postprocs, base, target)
-    sch.enter_postproc()
-    for name, p in procs:
-        try:
-            ok = p.apply(sch)
-        except Exception as err:
-            ok, why = False, f": {_tvm_summary(err)}"
-        else:
-            why = ""
-        if not ok:
-            err = DecisionError(
-                f"postproc {name} rejected the schedule{why} (edited decisions: "
-                f"{_fmt_edits(edits)}). Allowed: decisions whose schedule passes every "
-                f"postproc ({', '.join(n for n, _ in procs)})"
-            )
-            err.index, err.kind, err.value, err.postproc = None, "", dict(edits), name
-            err.allowed = "decisions whose schedule passes every postproc"
-            raise err
-        applied.append(name)
+                           outcome.error) from None
+    if outcome.schedule is None:
+        name = outcome.failed_step
+        why = f": {_tvm_summary(outcome.error)}" if outcome.error is not None else ""
+        err = DecisionError(
+            f"postproc {name} rejected the schedule{why} (edited decisions: "
+            f"{_fmt_edits(edits)}). Allowed: decisions whose schedule passes every "
+            f"postproc ({', '.join(n for n, _ in procs)})"
+        )
+        err.index, err.kind, err.value, err.postproc = None, "", dict(edits), name
+        err.allowed = "decisions whose schedule passes every postproc"
+        raise err
+    applied = [n for n, _ in procs]
     return Replay(schedule=sch, trace=sch.trace, workload_mod=base, target=target,
                   edits=dict(edits), postprocs=applied)
 

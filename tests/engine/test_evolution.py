@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import pytest
 
 from msviz import compat
@@ -21,7 +22,9 @@ def test_stock_preset_equals_metaschedule_defaults() -> None:
     assert knobs.num_empty_iters_before_early_stop == 5
     assert knobs.cost_model_warmup == 100  # XGBModel's num_warmup_samples
     assert knobs.skip_db_measured is False
-    assert PRESETS["msviz"] == {"cost_model_warmup": 0, "skip_db_measured": True}
+    assert knobs.eps_greedy_at_least_one is False
+    assert PRESETS["msviz"] == {"cost_model_warmup": 0, "skip_db_measured": True,
+                                "eps_greedy_at_least_one": True}
 
 
 @pytest.mark.parametrize("name", ["init_measured_ratio", "genetic_mutate_prob", "eps_greedy"])
@@ -34,8 +37,8 @@ def _search(knobs: SearchKnobs) -> Any:
     search = EvolutionarySearch.__new__(EvolutionarySearch)
     search.knobs = knobs
     search.measured = set()
-    import numpy as np
-
+    search.num_threads = 1
+    search.mutators = []
     search.rng = np.random.default_rng(0)
     return search
 
@@ -59,3 +62,35 @@ def test_eps_greedy_falls_back_when_a_side_runs_out() -> None:
     search = _search(SearchKnobs(eps_greedy=0.5))
     picks = search.pick_with_eps_greedy(_cands(2, start=50), _cands(1), 4)
     assert [c.pick for c in picks] == ["score", "random", "random"]
+
+
+@pytest.mark.parametrize(("preset", "eps", "expected"), [
+    ("msviz", 0.05, 1),  # int(16 * 0.05) == 0, raised to one
+    ("stock", 0.05, 0),  # MetaSchedule's rounding kept
+    ("msviz", 0.0, 0),  # no epsilon, no random pick
+    ("msviz", 0.25, 4),  # already >= 1: unchanged
+])
+def test_eps_greedy_random_picks_per_batch_of_16(preset: str, eps: float, expected: int) -> None:
+    search = _search(knobs_for(preset, eps_greedy=eps))
+    picks = search.pick_with_eps_greedy(_cands(20, start=100), _cands(20), 16)
+    assert len(picks) == 16
+    assert [c.pick for c in picks].count("random") == expected
+
+
+def test_nan_scores_count_as_zero() -> None:
+    from msviz.engine.evolution import normalized_scores
+
+    got = normalized_scores([float("nan"), -1.0, 0.5, 0.0, 3.0])
+    assert got.tolist() == [0.0, 0.0, 0.5, 0.0, 3.0]
+
+
+def test_parents_with_nan_scores_are_never_picked() -> None:
+    """Parent sampling with partly-NaN scores: only parents with a positive score are drawn."""
+    search = _search(SearchKnobs(population_size=8, genetic_mutate_prob=0.0))
+    population = _cands(8)
+    nan = float("nan")
+    scores = np.array([nan, 1.0, nan, nan, 2.0, nan, nan, nan])
+    children, failures = search._mutate(population, scores, 1)
+    assert len(children) == 8 and failures == {}
+    assert {c.parent for c in children} == {1, 4}
+    assert sorted(c.origin for c in children if c.origin == "kept") == ["kept", "kept"]

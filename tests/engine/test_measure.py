@@ -10,6 +10,7 @@ import pytest
 
 import msviz
 from msviz.engine.measure import cuda_available
+from msviz.records.sidecar import read_sidecar
 
 
 def test_remeasure_finished_and_paused(stepped: Any, tmp_path: Path, tiny_session: Any) -> None:
@@ -47,16 +48,21 @@ def test_remeasure_finished_and_paused(stepped: Any, tmp_path: Path, tiny_sessio
         session.remeasure(0, repeats=0)
 
 
-def test_replay_strategy_and_cuda_without_gpu(tmp_path: Path, tiny_session: Any) -> None:
+def test_cuda_without_gpu_fails_clearly_after_three_batches(
+    tmp_path: Path, tiny_session: Any
+) -> None:
     if cuda_available() is None:
         pytest.skip("a CUDA device is present: the no-GPU error path cannot be shown here")
     session = tiny_session(tmp_path / "wd", target="cuda", strategy="replay", max_trials=4)
     session.start()
-    assert session.wait(300) == "finished"
-    trials = session.trials
-    assert len(trials) == 4
+    assert session.wait(300) == "failed"  # no endless loop of batches that cannot run
+    assert "3 batches" in session.end_reason and "no CUDA device" in session.end_reason
+    assert session.trials_done == 0  # infrastructure failures do not count as trials
+    trials = msviz.open(tmp_path / "wd").trials
+    assert len(trials) == 12  # stored (so they are shown), 3 batches of 4
     assert trials["error"].str.contains("no CUDA device").all()
-    assert (trials["status"] == "run_error").all()
+    side = read_sidecar(tmp_path / "wd").trials
+    assert [side[line]["error_kind"] for line in trials["line"]] == ["infra"] * 12
     built = session.events.of_kind("built")[0]
     assert all(r["ok"] for r in built["results"])  # nvcc/codegen side works without a GPU
 
@@ -94,10 +100,74 @@ def test_watchdog_replaces_a_runner_that_stops_answering() -> None:
         os.kill(stuck[0], signal.SIGSTOP)  # a worker that never answers again
         old_runner = m.runner
         hung = m.run(built, [args])[0]
-        assert not hung.ok and "watchdog" in hung.error and hung.error_kind == "run"
+        assert not hung.ok and "watchdog" in hung.error and hung.error_kind == "infra"
         assert m.runner is not old_runner and m.pools_replaced == 1
         again = m.run(built, [args])[0]  # the replacement pool works
         assert again.ok
         m.cleanup(built)
     finally:
         m.close()
+
+
+def _losing_runner(lose: int) -> Any:
+    """A MetaSchedule PyRunner that loses its first ``lose`` batches (as a dropped RPC
+    session would), then runs candidates with a real LocalRunner."""
+    from tvm.ir.utils import derived_object
+
+    from msviz import compat
+
+    @derived_object
+    class LosingRunner(compat.ms.runner.PyRunner):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+            self.local = compat.ms.runner.LocalRunner(
+                timeout_sec=30,
+                evaluator_config=compat.ms.runner.EvaluatorConfig(1, 1, 0))
+
+        def run(self, runner_inputs: list) -> list:
+            self.calls += 1
+            if self.calls <= lose:
+                raise ConnectionError("RPC session to the device was lost mid-batch")
+            return self.local.run(runner_inputs)
+
+    return LosingRunner()
+
+
+def test_infra_failures_are_stored_but_never_train_or_count(
+    tmp_path: Path, tiny_session: Any
+) -> None:
+    wd = tmp_path / "wd"
+    session = tiny_session(wd, runner=_losing_runner(2), max_trials=8)
+    session.start()
+    assert session.wait(600) == "finished", session.end_reason
+    trials = msviz.open(wd).trials
+    lost, kept = trials[trials["batch"] < 2], trials[trials["batch"] >= 2]
+    assert len(lost) >= 2 and len(kept) == 8  # 2 lost batches, then 8 trials that count
+    side = read_sidecar(wd).trials
+    assert {side[line]["error_kind"] for line in lost["line"]} == {"infra"}
+    assert {side[line]["error_kind"] for line in kept["line"]} == {None}
+    assert lost["error"].str.contains("RPC session to the device was lost").all()
+    assert (lost["run_secs"].map(lambda s: s == (1e10,))).all()  # as stock stores failures
+    assert (kept["status"] == "ok").all()
+    assert session.trials_done == 8
+    updates = session.events.of_kind("cost_model_updated")
+    assert [u["trained_on"] for u in updates[:2]] == [0, 0]
+    assert sum(u["trained_on"] for u in updates) == 8
+    assert updates[-1]["samples"] == 8  # only real measurements train the model
+    # The lost candidates are not "measured": only the 8 real trials are in the search's set.
+    assert len(session._tuner.search.measured) == 8
+
+
+def test_infra_failures_three_batches_in_a_row_fail_the_session(
+    tmp_path: Path, tiny_session: Any
+) -> None:
+    session = tiny_session(tmp_path / "wd", runner=_losing_runner(99), max_trials=8)
+    session.start()
+    assert session.wait(600) == "failed"
+    assert session.end_reason.startswith("InfrastructureError")
+    assert "3 batches" in session.end_reason and "RPC session" in session.end_reason
+    assert session.trials_done == 0
+    trials = msviz.open(tmp_path / "wd").trials
+    assert set(trials["batch"]) == {0, 1, 2}  # stored, then the session stopped trying
+    assert trials["error"].str.contains("RPC session to the device was lost").all()

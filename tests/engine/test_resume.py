@@ -91,5 +91,18 @@ def test_torn_work_dir_resumes(stepped: Any, tmp_path: Path, tiny_session: Any) 
     assert (wd / "msviz_torn_lines.txt").read_bytes().strip().endswith(last[: len(last) // 2])
     trials = msviz.open(wd).trials  # no MsvizWarning (they are errors in tests)
     assert len(trials) == 12 and list(trials["line"]) == list(range(1, 13))
-    assert list(trials["batch"].iloc[8:]) == [0] * 4  # the resumed session's first batch
+    # Counters continue: the stepped session measured batches 0 and 1 in generations 0, 1.
+    assert list(trials["batch"]) == [0] * 4 + [1] * 4 + [2] * 4
+    assert list(trials["generation"].iloc[8:]) == [2] * 4
+    assert session.events.of_kind("initial_population")[0]["generation"] == 2
     assert trials["predicted_score"].notna().all()
+    # Records from before the resume keep their lineage: a database candidate of the resumed
+    # population names its record line, and has that record's decisions.
+    before = [c for e in done.events.of_kind("picked") for c in e["candidates"]]
+    init = session.events.of_kind("initial_population")[0]["candidates"]
+    stored = [c for c in init if c["origin"] == "database"]
+    assert stored
+    for cand in stored:
+        line = cand["ancestor_line"]
+        assert line is not None and 1 <= line <= 8
+        assert cand["decisions"] == before[line - 1]["decisions"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 import msviz
 from msviz import compat
 from msviz.engine import SessionStateError
+from msviz.records.sidecar import read_sidecar
 
 
 def test_script_session_runs_stages_in_order(stepped: Any) -> None:
@@ -64,8 +66,17 @@ def test_database_holds_max_trials_and_compiles(stepped: Any) -> None:
     ms = compat.ms
     db = ms.database.JSONDatabase(work_dir=str(session.work_dir))
     assert len(db) == 8 == session.trials_done
-    lib = ms.tir_integration.compile_tir(db, session.workload.mod, session.target)
-    assert lib is not None
+    sch = ms.tir_integration.compile_tir(db, session.workload.mod, session.target)
+    # The compiled best schedule computes the workload (GMM-0: Z = X @ Y, 1x128x128 float32).
+    import numpy as np
+    import tvm
+
+    func = tvm.tirx.build(sch.mod, target=session.target)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((1, 128, 128), "float32"), rng.random((1, 128, 128), "float32")
+    c = tvm.runtime.tensor(np.zeros((1, 128, 128), "float32"))
+    func(tvm.runtime.tensor(a), tvm.runtime.tensor(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4)
     run = msviz.open(session.work_dir)
     assert len(run.trials) == 8 and run.tasks.iloc[0]["task"] == "GMM-0"
     trials = session.trials
@@ -193,3 +204,87 @@ def test_engine_exception_moves_to_failed(tmp_path: Path, tiny_session: Any) -> 
     assert event.kind == "failed" and "broken on purpose" in event["traceback"]
     with pytest.raises(SessionStateError):
         session.resume()
+
+
+def test_started_and_measured_events_carry_full_rows(stepped: Any) -> None:
+    session, _ = stepped
+    started = session.events.of_kind("started")[0]
+    assert started["target_kind"] == "llvm"
+    assert started["target"]["kind"] == "llvm"
+    assert started["target"]["num-cores"] == session.target.attrs["num-cores"]
+    assert started["flop"] == 2 * 128**3  # GMM-0: 128x128x128 multiply-adds
+    side = read_sidecar(session.work_dir).trials
+    for batch, event in enumerate(session.events.of_kind("measured")):
+        for row in event["trials"]:
+            entry = side[row["line"]]
+            assert row["batch"] == batch == entry["batch"]
+            assert row["generation"] == entry["generation"]
+            assert row["task"] == "GMM-0" and row["workload"] == entry["workload"] == 0
+            stamp = datetime.fromisoformat(entry["timestamp"]).timestamp()
+            assert abs(row["timestamp"] - stamp) < 1e-3  # the same instant
+            assert row["latency_us"] == pytest.approx(
+                sum(row["run_secs"]) / len(row["run_secs"]) * 1e6)
+            for key in ("origin", "parent", "mutator", "pick", "predicted_score",
+                        "ancestor_line", "design_space", "error_kind", "error", "task_trial"):
+                assert key in row
+
+
+def test_init_min_unmeasured_zero_on_empty_database(tmp_path: Path, tiny_session: Any) -> None:
+    session = tiny_session(tmp_path / "wd", init_min_unmeasured=0)
+    session.start()
+    assert session.wait(300) == "finished"  # ends with a reason, no IndexError
+    assert "init_min_unmeasured=0" in session.end_reason
+    assert "empty" in session.end_reason and session.trials_done == 0
+
+
+_REJECTS = {"calls": 0, "rejects": 0}
+_LOCK = threading.Lock()
+
+
+def _every_third_postproc() -> Any:
+    """A real PyPostproc that rejects every third schedule it sees, and counts."""
+    from tvm.ir.utils import derived_object
+
+    @derived_object
+    class RejectEveryThird(compat.ms.postproc.PyPostproc):
+        def _initialize_with_tune_context(self, context: Any) -> None:
+            pass
+
+        def apply(self, sch: Any) -> bool:
+            with _LOCK:
+                _REJECTS["calls"] += 1
+                bad = _REJECTS["calls"] % 3 == 0
+                _REJECTS["rejects"] += bad
+            return not bad
+
+        def clone(self) -> Any:
+            return RejectEveryThird()
+
+    return RejectEveryThird()
+
+
+def test_failures_are_counted_once_in_their_stage(tmp_path: Path, tiny_session: Any) -> None:
+    from msviz.engine import RuleSet
+
+    rules = RuleSet.default("llvm")
+    rules.postprocs.append(RuleSet._spec(_every_third_postproc()))
+    rules.mutator_probs = {"MutateTileSize": 1.0}  # always finds a tile to change on GMM
+    session = tiny_session(tmp_path / "wd", rules=rules, max_trials=4)
+    counts = []
+    session.step("generation")  # pauses after the design spaces
+    assert session.wait(300) == "paused"
+    for _ in range(3):  # initial population, generation iterations 0 and 1
+        before = _REJECTS["rejects"]
+        session.step("generation")
+        assert session.wait(300) == "paused"
+        counts.append(_REJECTS["rejects"] - before)
+    session.stop()
+    session.wait(120)
+    init = session.events.of_kind("initial_population")[0]["failures"]
+    gen0, gen1 = (e["failures"] for e in session.events.of_kind("generation")[:2])
+    name = next(k for k in init if not k.startswith("mutator "))
+    assert counts[0] > 0 and init == {name: counts[0]}
+    assert counts[1] == 0 and gen0 == {}  # nothing is replayed when scoring iteration 0
+    # Every mutated trace the postproc rejected counts once, under the postproc only.
+    assert counts[2] > 0 and gen1.get(name) == counts[2]
+    assert gen1.get("mutator MutateTileSize", 0) < counts[2]

@@ -1,0 +1,143 @@
+"""MetaSchedule's measure-callback steps, done by hand after each batch.
+
+``TaskScheduler`` runs ``AddToDatabase``, ``RemoveBuildArtifact`` and ``UpdateCostModel`` after
+a batch; msviz does the same here (:meth:`Measurer.cleanup` removes the build artifacts), and
+adds what the stock database drops: a sidecar line per trial and the stock log line.
+
+A measurement that failed for infrastructure reasons (``error_kind == "infra"``: a watchdog
+timeout, no CUDA device, a runner that lost the batch, an RPC session error) is stored like any
+failure (``run_secs=[1e10]`` in the database, its error in the sidecar), so it is shown, but it
+never trains the cost model.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from msviz import compat
+from msviz.engine.measure import MeasureResult
+
+__all__ = ["add_to_database", "update_cost_model"]
+
+#: Error kinds of candidates that never reach the cost model.
+UNTRAINED_KINDS = ("build", "infra")
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def add_to_database(tuner: Any, sch: Any, args: Any, res: MeasureResult, info: dict, *,
+                    batch: int | None, generation: int | None) -> dict:
+    """``AddToDatabase`` for one trial, then its sidecar line and stock log line.
+
+    Returns
+    -------
+    row : dict
+        The ``measured`` event's row of the trial: ``line``, ``task``, ``workload``,
+        ``task_trial``, ``batch``, ``generation``, ``timestamp`` (``time.time()``, the instant
+        written to the sidecar), ``run_secs``, ``latency_us``, ``error_kind``, ``error`` and the
+        lineage / pick / predicted-score fields of ``info``.
+    """
+    secs = list(res.run_secs) if res.run_secs else [compat.FAILED_RUN_SECS]
+    tuner.database.commit_tuning_record(
+        compat.TuningRecord(sch.trace, tuner.token, secs, tuner.target, args))
+    stamp = time.time()
+    line = tuner.next_line
+    tuner.next_line += 1
+    task_trial = tuner.next_task_trial
+    tuner.next_task_trial += 1
+    if res.error_kind != "infra":
+        tuner.trials_done += 1  # infra failures do not count toward max_trials
+    shash = int(compat.structural_hash(sch.mod))
+    tuner.line_by_hash.setdefault(shash, line)
+    if res.ok:
+        tuner.best_secs = min(tuner.best_secs, sum(secs) / len(secs))
+    iso = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
+    tuner.sidecar.trial(line, task=tuner.task, workload=tuner.workload_index,
+                       task_trial=task_trial, batch=batch, generation=generation,
+                       error_kind=res.error_kind, error=res.error, run_secs=res.run_secs,
+                       timestamp=iso, **info)
+    _log_trial(tuner, task_trial, res)
+    latency = sum(secs) / len(secs) * 1e6 if res.ok else None
+    return {"line": line, "task": tuner.task, "workload": tuner.workload_index,
+            "task_trial": task_trial, "batch": batch, "generation": generation,
+            "timestamp": stamp, "run_secs": list(res.run_secs) if res.run_secs else None,
+            "latency_us": latency, "error_kind": res.error_kind, "error": res.error, **info}
+
+
+def _log_trial(tuner: Any, task_trial: int, res: MeasureResult) -> None:
+    head = f"[tuner.py:0] [Task #{tuner.task_index}: {tuner.task}] Trial #{task_trial + 1}: "
+    if not res.ok:
+        where = "building" if res.error_kind == "build" else "running"
+        tuner.logger.info(head + f"Error in {where}:\n{res.error}")
+        return
+    mean = sum(res.run_secs) / len(res.run_secs)
+    flop = tuner.workload.flop
+    gflops = flop / mean / 1e9 if math.isfinite(flop) else float("nan")
+    best = flop / tuner.best_secs / 1e9 if math.isfinite(flop) else float("nan")
+    tuner.logger.info(head + f"GFLOPs: {gflops:.4f}. Time: {mean * 1e6:.4f} us. "
+                      f"Best GFLOPs: {best:.4f}")
+
+
+def rank_correlation(predicted: np.ndarray, measured: np.ndarray) -> float | None:
+    """Spearman-like rank correlation (no tie handling) of the finite predictions, or None."""
+    mask = np.isfinite(predicted)
+    if mask.sum() < 3 or np.std(predicted[mask]) == 0 or np.std(measured[mask]) == 0:
+        return None
+    rank_p = np.argsort(np.argsort(predicted[mask]))
+    rank_m = np.argsort(np.argsort(measured[mask]))
+    return float(np.corrcoef(rank_p, rank_m)[0, 1])
+
+
+def update_cost_model(tuner: Any, items: list, results: list[MeasureResult],
+                      batch: int) -> dict:
+    """``UpdateCostModel``: train on what built and ran (or failed at run time).
+
+    Build failures and infrastructure failures are left out (the stock callback leaves out
+    build failures; an infrastructure failure says nothing about the schedule).
+
+    Returns
+    -------
+    data : dict
+        The ``cost_model_updated`` event's data.
+    """
+    keep = [i for i, r in enumerate(results) if r.error_kind not in UNTRAINED_KINDS
+            and (r.error or (r.run_secs and sum(r.run_secs) > 0))]
+    cands = [compat.ms.search_strategy.MeasureCandidate(items[i][0], items[i][1]) for i in keep]
+    runner_results = [compat.ms.runner.RunnerResult(
+        list(results[i].run_secs) if results[i].run_secs else None, results[i].error)
+        for i in keep]
+    capture = _Capture()
+    xgb_logger = logging.getLogger(compat.ms.cost_model.xgb_model.__name__)
+    # Its lines go to the task log and the event, never to a console handler that a stock
+    # tune_tir may have installed (it would print into the notebook cell from this thread).
+    propagate, xgb_logger.propagate = xgb_logger.propagate, False
+    xgb_logger.addHandler(capture)
+    try:
+        if cands:
+            tuner.cost_model.update(tuner.context, cands, runner_results)
+    finally:
+        xgb_logger.removeHandler(capture)
+        xgb_logger.propagate = propagate
+    for text in capture.lines:
+        tuner.logger.debug(text)
+    predicted = np.array([items[i][2].get("predicted_score") for i in keep], float)
+    measured = np.array([1.0 / (sum(results[i].run_secs) / len(results[i].run_secs))
+                         if results[i].ok else 0.0 for i in keep], float)
+    return {"batch": batch, "source": "batch", "trained_on": len(keep),
+            "samples": int(getattr(tuner.cost_model, "data_size", 0)),
+            "rank_corr_predicted_vs_measured": rank_correlation(predicted, measured),
+            "validation": [x for x in capture.lines if "validation" in x],
+            "training_log": capture.lines[-3:]}
