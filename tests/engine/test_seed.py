@@ -18,9 +18,15 @@ s = Session("GMM-0", work_dir=sys.argv[1], max_trials=16, trials_per_batch=8,
             seed=int(sys.argv[2]), strategy=sys.argv[3], population_size=16,
             init_min_unmeasured=8, genetic_num_iters=1,
             evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
-s.start()
-state = s.wait()
-assert state == "finished", (state, s.end_reason)
+if sys.argv[3] == "replay":  # the whole run
+    s.start()
+    state = s.wait()
+    assert state == "finished", (state, s.end_reason)
+else:  # the first batch is what a seed fixes (later ones follow measured latencies)
+    s.step("batch")
+    assert s.wait() == "paused", s.end_reason
+    s.stop()
+    assert s.wait() == "stopped", s.end_reason
 """
 
 
@@ -56,18 +62,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     })
 
 
-# Five tuning processes on a shared 2-core machine take longer than the default limit.
-@pytest.mark.timeout(2400)
+# Five tuning processes (two at a time) on a shared 2-core machine: beyond the default limit.
+@pytest.mark.timeout(1200)
 def test_same_seed_same_first_batch(runs: dict[str, list[str]]) -> None:
     a, b, other = runs["evo7a"], runs["evo7b"], runs["evo8"]
-    assert len(a) == len(b) == len(other) == 16
-    assert len(set(a[:8])) == 8  # eight different candidates
-    assert a[:8] == b[:8]
-    assert set(other[:8]) != set(a[:8])
+    # one batch of a 16-trial session each: up to 8 candidates (fewer when the tiny population
+    # holds fewer new schedules), all different
+    for batch in (a, b, other):
+        assert 4 <= len(batch) <= 8 and len(set(batch)) == len(batch)
+    assert a == b
+    assert set(other) != set(a)
 
 
-@pytest.mark.timeout(2400)
+@pytest.mark.timeout(1200)
 def test_replay_strategy_reproduces_the_whole_run(runs: dict[str, list[str]]) -> None:
     a, b = runs["rep7a"], runs["rep7b"]
     assert len(a) == 16 and a == b
-    assert a[:8] != runs["evo7a"][:8]
+    assert a[:8] != runs["evo7a"]
