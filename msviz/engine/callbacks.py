@@ -13,15 +13,15 @@ never trains the cost model.
 from __future__ import annotations
 
 import logging
-import math
 import time
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from msviz import compat
 from msviz.engine.measure import MeasureResult
+from msviz.records import row
 
 __all__ = ["add_to_database", "update_cost_model"]
 
@@ -62,19 +62,20 @@ def add_to_database(tuner: Any, sch: Any, args: Any, res: MeasureResult, info: d
         tuner.trials_done += 1  # infra failures do not count toward max_trials
     shash = int(compat.structural_hash(sch.mod))
     tuner.line_by_hash.setdefault(shash, line)
+    latency = row.mean_latency_us(secs)
     if res.ok:
-        tuner.best_secs = min(tuner.best_secs, sum(secs) / len(secs))
-    iso = datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
+        tuner.best_secs = min(tuner.best_secs, latency / 1e6)
+    iso = row.iso_timestamp(stamp)
     tuner.sidecar.trial(line, task=tuner.task, workload=tuner.workload_index,
                        task_trial=task_trial, batch=batch, generation=generation,
                        error_kind=res.error_kind, error=res.error, run_secs=res.run_secs,
                        timestamp=iso, **info)
     _log_trial(tuner, task_trial, res)
-    latency = sum(secs) / len(secs) * 1e6 if res.ok else None
     return {"line": line, "task": tuner.task, "workload": tuner.workload_index,
             "task_trial": task_trial, "batch": batch, "generation": generation,
             "timestamp": stamp, "run_secs": list(res.run_secs) if res.run_secs else None,
-            "latency_us": latency, "error_kind": res.error_kind, "error": res.error, **info}
+            "latency_us": latency if res.ok else None, "error_kind": res.error_kind,
+            "error": res.error, **info}
 
 
 def _log_trial(tuner: Any, task_trial: int, res: MeasureResult) -> None:
@@ -83,22 +84,21 @@ def _log_trial(tuner: Any, task_trial: int, res: MeasureResult) -> None:
         where = "building" if res.error_kind == "build" else "running"
         tuner.logger.info(head + f"Error in {where}:\n{res.error}")
         return
-    mean = sum(res.run_secs) / len(res.run_secs)
+    latency = row.mean_latency_us(res.run_secs)
     flop = tuner.workload.flop
-    gflops = flop / mean / 1e9 if math.isfinite(flop) else float("nan")
-    best = flop / tuner.best_secs / 1e9 if math.isfinite(flop) else float("nan")
-    tuner.logger.info(head + f"GFLOPs: {gflops:.4f}. Time: {mean * 1e6:.4f} us. "
-                      f"Best GFLOPs: {best:.4f}")
+    best = row.gflops(flop, tuner.best_secs * 1e6)
+    tuner.logger.info(head + f"GFLOPs: {row.gflops(flop, latency):.4f}. "
+                      f"Time: {latency:.4f} us. Best GFLOPs: {best:.4f}")
 
 
 def rank_correlation(predicted: np.ndarray, measured: np.ndarray) -> float | None:
-    """Spearman-like rank correlation (no tie handling) of the finite predictions, or None."""
-    mask = np.isfinite(predicted)
-    if mask.sum() < 3 or np.std(predicted[mask]) == 0 or np.std(measured[mask]) == 0:
+    """Spearman's rank correlation (ties get their mean rank, as in the Plots tab) of the
+    trials with a finite prediction and a measured throughput; None when undefined."""
+    mask = np.isfinite(predicted) & np.isfinite(measured)
+    pred, meas = pd.Series(predicted[mask]), pd.Series(measured[mask])
+    if mask.sum() < 2 or pred.nunique() < 2 or meas.nunique() < 2:
         return None
-    rank_p = np.argsort(np.argsort(predicted[mask]))
-    rank_m = np.argsort(np.argsort(measured[mask]))
-    return float(np.corrcoef(rank_p, rank_m)[0, 1])
+    return float(pred.corr(meas, method="spearman"))
 
 
 def update_cost_model(tuner: Any, items: list, results: list[MeasureResult],
@@ -134,8 +134,9 @@ def update_cost_model(tuner: Any, items: list, results: list[MeasureResult],
     for text in capture.lines:
         tuner.logger.debug(text)
     predicted = np.array([items[i][2].get("predicted_score") for i in keep], float)
-    measured = np.array([1.0 / (sum(results[i].run_secs) / len(results[i].run_secs))
-                         if results[i].ok else 0.0 for i in keep], float)
+    # throughput of the trials that ran (failures have none: they are not in the ranking)
+    measured = np.array([1e6 / row.mean_latency_us(results[i].run_secs) if results[i].ok
+                         else np.nan for i in keep], float)
     return {"batch": batch, "source": "batch", "trained_on": len(keep),
             "samples": int(getattr(tuner.cost_model, "data_size", 0)),
             "rank_corr_predicted_vs_measured": rank_correlation(predicted, measured),

@@ -33,6 +33,7 @@ from msviz.engine.workdir import (
 )
 from msviz.errors import MsvizError
 from msviz.records import database as db_files
+from msviz.records import row
 from msviz.records.sidecar import SidecarWriter, read_sidecar
 
 __all__ = ["INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "Tuner"]
@@ -130,9 +131,8 @@ class Tuner:
                              if side.get(r.line, {}).get("error_kind") == "infra"}
         self.next_task_trial = len(records)
         self.trials_done = len(records) - len(self._infra_lines)
-        ok = [sum(r.run_secs) / len(r.run_secs) for r in records
-              if r.run_secs and max(r.run_secs) < compat.FAILED_RUN_SECS]
-        self.best_secs = min(ok, default=math.inf)
+        ok = [row.mean_latency_us(r.run_secs) / 1e6 for r in records]
+        self.best_secs = min((x for x in ok if not math.isnan(x)), default=math.inf)
         mine = [side[r.line] for r in records if r.line in side]
         batches = [e["batch"] for e in mine if isinstance(e.get("batch"), int)]
         gens = [e["generation"] for e in mine if isinstance(e.get("generation"), int)]
