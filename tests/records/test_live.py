@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
 import time
@@ -53,10 +54,19 @@ def test_session_trials_equal_a_fresh_read_and_resume_reads_once(
     wd = tmp_path / "wd"
     first = _session(wd)
     sizes: list[int] = []  # the table as a subscriber sees it after each measured batch
-    first.subscribe(lambda e: sizes.append(len(first.trials)) if e.kind == "measured" else None)
+    carried: list[int] = []  # the rows each measured event carried
+
+    def watch(event: Event) -> None:
+        if event.kind == "measured":
+            sizes.append(len(first.trials))
+            carried.append(len(event.data["trials"]))
+
+    first.subscribe(watch)
     first.start()
     assert first.wait(600) == "finished"
-    assert sizes == [4, 8]
+    # batches hold up to 4 (fewer when the tiny population has fewer new schedules)
+    assert sizes == list(itertools.accumulate(carried)) and sizes[-1] == 8
+    assert all(1 <= n <= 4 for n in carried)
     _assert_same_as_disk(first)
     best = first.best()
     assert best.latency_us == pytest.approx(first.trials["latency_us"].min(), rel=1e-15)
