@@ -146,7 +146,7 @@ def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
     batch = ok["batch"].astype("int64")
     rho = _batch_spearman(batch, ok["predicted_score"], ok["gflops"])
     numbers, starts = np.unique(batch.to_numpy(), return_index=True)
-    ends = [*starts[1:], len(ok)]
+    ends = [*starts[1:].tolist(), len(ok)] if len(ok) else []
     scores = ok["predicted_score"].to_numpy(dtype=float).tolist()
     gflops = ok["gflops"].to_numpy(dtype=float).tolist()
     batches = tuple(

@@ -149,3 +149,8 @@ def test_batch_correlations_match_one_batch_at_a_time() -> None:
         assert (math.isnan(b.spearman) and math.isnan(expected)) or \
             b.spearman == pytest.approx(expected, abs=1e-12), b.batch
     assert math.isnan(info.batches[3].spearman) and math.isnan(info.batches[-1].spearman)
+
+
+def test_cost_model_with_no_scored_success_is_empty(same) -> None:
+    failed = COST.assign(gflops=NAN)
+    assert same(P.cost_model_info(failed), P.CostModelInfo((), NAN))

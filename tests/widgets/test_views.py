@@ -64,13 +64,20 @@ def test_plot_panel_on_session_trials(tuned_session) -> None:
     assert {t.name: list(t.x) for t in panel.scatter.data if t.name.startswith("gen")} \
         == expected
     batches = sorted(set(trials["batch"]))
-    assert [t.name.split(" (")[0] for t in panel.cost_model.data] == \
-        [f"batch {b}" for b in batches] and len(batches) == 2
-    for trace, b in zip(panel.cost_model.data, batches, strict=True):
+    assert len(batches) == 2
+    (trace,) = panel.cost_model.data  # one trace, coloured by batch
+    batch_of, rho_of = (list(c) for c in zip(*trace.customdata, strict=True))
+    assert list(trace.marker.color) == batch_of
+    for b in batches:
         mine = trials[(trials["batch"] == b) & trials["gflops"].notna()]
-        assert list(trace.x) == list(mine["predicted_score"])
+        here = [i for i, n in enumerate(batch_of) if n == b]
+        assert [trace.x[i] for i in here] == list(mine["predicted_score"])
+        assert [trace.y[i] for i in here] == list(mine["gflops"])
         rho = stats.spearmanr(mine["predicted_score"], mine["gflops"]).statistic
-        assert trace.name.endswith(f"(rho={rho:.2f})")
+        assert all(rho_of[i] == pytest.approx(rho) for i in here)
+    last = trials[(trials["batch"] == batches[-1]) & trials["gflops"].notna()]
+    rho = stats.spearmanr(last["predicted_score"], last["gflops"]).statistic
+    assert panel.cost_model.layout.title.text.endswith(f"; batch {batches[-1]}: {rho:.2f})")
     assert panel.error.text == ""
 
 
