@@ -119,7 +119,7 @@ def best_so_far_figure(
     import numpy as np
     import plotly.graph_objects as go
 
-    from msviz.views.common import failure_style, note_figure, scatter_type
+    from msviz.views.common import failure_hover, failure_style, note_figure, scatter_type
 
     fig = go.Figure()
     shown = [t for t in info.tasks if task is None or t.task == task]
@@ -155,7 +155,7 @@ def best_so_far_figure(
                 dots(
                     x=xs[mine], y=np.full(len(mine), floor), mode="markers",
                     name=f"{prefix}{name}", marker=failure_style(hist.status[mine[0]])[1],
-                    text=[hist.status[i] for i in mine], hovertemplate="%{x}: %{text}",
+                    **failure_hover([hist.status[i] for i in mine]),
                 )
             )
     title = "Best so far" + (f": {task}" if task else "")

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.views.common import failure_style, note_figure, scatter_type
+from msviz.views.common import failure_hover, failure_style, note_figure, scatter_type
 
 __all__ = [
     "BatchPrediction",
@@ -80,7 +80,7 @@ def trial_scatter_figure(info: TrialScatterInfo) -> Any:
         fig.add_trace(dots(
             x=xs, y=np.full(len(xs), floor), mode="markers", name=name,
             marker=failure_style(mine[0][0])[1],
-            text=[s for s, x in mine for _ in x], hovertemplate="trial %{x}: %{text}"))
+            **failure_hover([s for s, x in mine for _ in x], "trial %{x}")))
     fig.update_layout(title=f"Every trial, by {info.color_by}", xaxis_title="Trial",
                       yaxis_title="Latency (µs)", **_LAYOUT)
     fig.update_yaxes(type="log")
@@ -173,8 +173,9 @@ def cost_model_figure(info: CostModelInfo) -> Any:
         rho = np.repeat(np.array([b.spearman for b in info.batches], dtype=float), sizes)
         fig.add_trace(scatter_type(points)(
             x=x, y=y, mode="markers", name="measured candidate",
-            customdata=np.column_stack([batch, rho]),
-            hovertemplate="batch %{customdata[0]} (rho %{customdata[1]:.2f})<br>"
+            # 1-D arrays travel as binary; a 2-D customdata would go as nested lists
+            customdata=rho,
+            hovertemplate="batch %{marker.color} (rho %{customdata:.2f})<br>"
                           "score %{x:.3g}, %{y:.3g} GFLOPS<extra></extra>",
             marker={"size": 6, "color": batch, "colorscale": "Viridis", "showscale": True,
                     "colorbar": {"title": {"text": "batch"}}},

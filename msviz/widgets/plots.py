@@ -12,26 +12,12 @@ import ipywidgets as W
 from msviz.errors import MsvizWarning
 from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
-from msviz.widgets.common import ErrorArea, figure_widget, replace_figure
+from msviz.widgets.common import ErrorArea, figure_widget, layout_leaves, replace_figure
 
 __all__ = ["PlotPanel", "show_figure"]
 
 #: Columns the every-trial scatter can be coloured by (those the trials carry).
 COLOR_COLUMNS = ("status", "generation", "batch", "task")
-
-
-def _leaves(layout: dict, prefix: str = "") -> set[str]:
-    """Dotted paths of a layout's settings (a list, such as ``annotations``, is one setting)."""
-    out = set()
-    for key, value in layout.items():
-        if key == "template":
-            continue
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out |= _leaves(value, path + ".")
-        else:
-            out.add(path)
-    return out
 
 
 def show_figure(widget: Any, fig: Any) -> None:
@@ -42,7 +28,12 @@ def show_figure(widget: Any, fig: Any) -> None:
     not name: a "no trials yet" note or hidden axes would stay after the data came, and a log
     axis after switching to GFLOPS. Resetting those settings (``None``) first avoids that.
     """
-    stale = _leaves(widget.layout.to_plotly_json()) - _leaves(fig.layout.to_plotly_json())
+    # the widget's own layout dict, read without the deep copy of to_plotly_json() (its
+    # template alone is over a thousand dicts): layout_leaves only reads it
+    shown = getattr(widget, "_layout", None)
+    if not isinstance(shown, dict):
+        shown = widget.layout.to_plotly_json()
+    stale = set(layout_leaves(shown)) - set(layout_leaves(fig.layout.to_plotly_json()))
     if stale:
         widget.plotly_relayout({path: None for path in sorted(stale)})
     replace_figure(widget, fig)
