@@ -116,20 +116,22 @@ def _spearman(a: pd.Series, b: pd.Series) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def _batch_spearman(batch: pd.Series, a: pd.Series, b: pd.Series) -> pd.Series:
-    """:func:`_spearman` of every batch at once (one pass over the rows, not one per batch)."""
+def _batch_spearman(codes: Any, a: pd.Series, b: pd.Series) -> Any:
+    """:func:`_spearman` of every batch at once (one pass over the rows, not one per batch).
+
+    ``codes`` numbers the batches 0, 1, ... in row order (rows sorted by batch)."""
     import numpy as np
 
-    ra = a.groupby(batch).rank()
-    rb = b.groupby(batch).rank()
-    da = ra - ra.groupby(batch).transform("mean")
-    db = rb - rb.groupby(batch).transform("mean")
-    sums = pd.DataFrame({"xy": da * db, "xx": da * da, "yy": db * db}).groupby(batch).sum()
+    ra = a.groupby(codes).rank().to_numpy(dtype=float)
+    rb = b.groupby(codes).rank().to_numpy(dtype=float)
+    count = np.bincount(codes)
+    da = ra - (np.bincount(codes, ra) / count)[codes]
+    db = rb - (np.bincount(codes, rb) / count)[codes]
+    xx, yy = np.bincount(codes, da * da), np.bincount(codes, db * db)
+    # mean ranks are exact (halves), so a constant batch has exactly 0: no correlation
+    defined = (xx > 0) & (yy > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = sums["xy"] / np.sqrt(sums["xx"] * sums["yy"])
-    # constant scores or throughputs (or a single trial): no correlation
-    defined = (a.groupby(batch).nunique() > 1) & (b.groupby(batch).nunique() > 1)
-    return rho.where(defined).astype(float)
+        return np.where(defined, np.bincount(codes, da * db) / np.sqrt(xx * yy), np.nan)
 
 
 def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
@@ -143,15 +145,15 @@ def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
     ok = trials.loc[trials["predicted_score"].notna() & trials["gflops"].notna()
                     & trials["batch"].notna(), ["batch", "predicted_score", "gflops"]]
     ok = ok.sort_values("batch", kind="stable")  # batch order; measuring order within one
-    batch = ok["batch"].astype("int64")
-    rho = _batch_spearman(batch, ok["predicted_score"], ok["gflops"])
-    numbers, starts = np.unique(batch.to_numpy(), return_index=True)
+    numbers, starts, codes = np.unique(ok["batch"].to_numpy(dtype="int64"),
+                                       return_index=True, return_inverse=True)
+    rho = _batch_spearman(codes, ok["predicted_score"], ok["gflops"]) if len(ok) else []
     ends = [*starts[1:].tolist(), len(ok)] if len(ok) else []
     scores = ok["predicted_score"].to_numpy(dtype=float).tolist()
     gflops = ok["gflops"].to_numpy(dtype=float).tolist()
     batches = tuple(
-        BatchPrediction(int(n), tuple(scores[s:e]), tuple(gflops[s:e]), float(rho[n]))
-        for n, s, e in zip(numbers.tolist(), starts.tolist(), ends, strict=True)
+        BatchPrediction(n, tuple(scores[s:e]), tuple(gflops[s:e]), float(r))
+        for n, s, e, r in zip(numbers.tolist(), starts.tolist(), ends, rho, strict=True)
     )
     return CostModelInfo(batches, _spearman(ok["predicted_score"], ok["gflops"]))
 
