@@ -47,14 +47,16 @@ def trial_scatter_info(trials: pd.DataFrame, *, color_by: str = "status") -> Tri
     """
     if color_by not in trials.columns:
         raise ValueError(f"cannot colour by {color_by!r}; columns: {', '.join(trials.columns)}")
-    ok = trials[trials["latency_us"].notna()]
+    done = trials["latency_us"].notna()
+    ok = trials.loc[done, list(dict.fromkeys(["trial", "latency_us", color_by]))]
     groups = tuple(
-        (str(label), tuple(int(t) for t in g["trial"]), tuple(float(v) for v in g["latency_us"]))
+        (str(label), tuple(g["trial"].to_numpy(dtype="int64").tolist()),
+         tuple(g["latency_us"].to_numpy(dtype=float).tolist()))
         for label, g in ok.groupby(ok[color_by].astype(str), sort=True)
     )
-    bad = trials[trials["latency_us"].isna()]
+    bad = trials.loc[~done, ["trial", "status"]]
     failed = tuple(
-        (str(status), tuple(int(t) for t in g["trial"]))
+        (str(status), tuple(g["trial"].to_numpy(dtype="int64").tolist()))
         for status, g in bad.groupby(bad["status"].astype(str), sort=True)
     )
     return TrialScatterInfo(color_by, groups, failed)
