@@ -232,3 +232,29 @@ def test_trace_view_clears(stock_run, bad: int) -> None:
     assert view.editors.children
     view.show(bad)
     assert view.editors.children == () and view.table.value == ""
+
+
+def test_plot_panel_redraws_only_what_changed(monkeypatch) -> None:
+    from msviz.widgets import plots as panel_module
+
+    frame = pd.DataFrame({
+        "task": ["A"] * 4, "trial": range(4), "task_trial": range(4),
+        "status": ["ok", "build_error", "ok", "ok"], "latency_us": [30.0, None, 20.0, 25.0],
+        "gflops": [1.0, None, 1.5, 1.2], "batch": [0, 0, 1, 1],
+        "predicted_score": [0.1, 0.2, 0.3, 0.2]})
+    panel = PlotPanel(frame)
+    drawn: list = []
+    real = panel_module.show_figure
+    monkeypatch.setattr(panel_module, "show_figure",
+                        lambda widget, fig: (drawn.append(widget), real(widget, fig)))
+    panel.update(frame)  # the same frame: nothing to redraw
+    assert drawn == []
+    panel.x_axis.value = "time"  # a menu redraws its own plot only
+    assert drawn == [panel.history]
+    drawn.clear()
+    panel.color_by.value = "batch"
+    assert drawn == [panel.scatter]
+    drawn.clear()
+    panel.update(frame.iloc[:3])  # new data: every plot
+    assert drawn == [panel.history, panel.scatter, panel.cost_model]
+    assert list(panel.scatter.data[0].x) == [0.0] and panel.error.text == ""
