@@ -82,14 +82,16 @@ def layout_leaves(layout: dict, prefix: str = "") -> dict[str, Any]:
 
 
 _MISSING = object()
+#: Layout settings that are lists: emptied, not set to None, when a figure has none.
+_LISTS = ("annotations", "shapes", "images", "sliders", "updatemenus", "selections")
 
 
 def replace_figure(widget: Any, fig: Any) -> None:
     """Make a FigureWidget show ``fig`` in place (no new widget), in one batched update.
 
     The widget keeps its own template; ``fig`` comes from a view function (no template). Once
-    a layout is shown, only the settings that changed are sent (re-setting a whole layout
-    validates the template again: 100+ ms)."""
+    a layout is shown, only the top-level settings that changed are sent (re-setting a whole
+    layout validates the template again: 100+ ms)."""
     with widget.batch_update():
         if len(widget.data) == len(fig.data) and all(
             a.type == b.type for a, b in zip(widget.data, fig.data, strict=True)
@@ -105,9 +107,8 @@ def replace_figure(widget: Any, fig: Any) -> None:
         if shown is None:
             widget.layout = {**layout, "template": widget.layout.template}
         elif shown != layout:
-            before, after = layout_leaves(shown), layout_leaves(layout)
-            edits = {path: None for path in before if path not in after}
-            edits.update({path: value for path, value in after.items()
-                          if before.get(path, _MISSING) != value})
-            widget.plotly_relayout(edits)
+            # whole top-level settings (an axis, the annotations): what they leave out goes
+            for key in dict.fromkeys([*shown, *layout]):
+                if key != "template" and shown.get(key, _MISSING) != layout.get(key, _MISSING):
+                    widget.layout[key] = layout.get(key, () if key in _LISTS else None)
         widget._msviz_layout = layout

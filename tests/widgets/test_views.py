@@ -258,3 +258,20 @@ def test_plot_panel_redraws_only_what_changed(monkeypatch) -> None:
     panel.update(frame.iloc[:3])  # new data: every plot
     assert drawn == [panel.history, panel.scatter, panel.cost_model]
     assert list(panel.scatter.data[0].x) == [0.0] and panel.error.text == ""
+
+
+def test_plot_panel_forgets_the_previous_layout() -> None:
+    empty = pd.DataFrame({c: [] for c in ("task", "trial", "task_trial", "status",
+                                          "latency_us", "gflops")})
+    panel = PlotPanel(empty)
+    assert [a.text for a in panel.history.layout.annotations] == ["no trials yet"]
+    assert panel.history.layout.xaxis.visible is False
+    panel.update(pd.DataFrame({"task": ["A", "A"], "trial": [0, 1], "task_trial": [0, 1],
+                               "status": ["ok", "ok"], "latency_us": [2.0, 1.0],
+                               "gflops": [1.0, 2.0]}))
+    layout = panel.history.layout
+    assert layout.annotations == () and layout.xaxis.visible is None
+    assert layout.yaxis.type == "log" and layout.template.layout.font is not None
+    panel.metric.value = "gflops"  # no log axis left over from latency
+    assert panel.history.layout.yaxis.type is None
+    assert panel.history.layout.yaxis.title.text == "Throughput (GFLOPS)"
