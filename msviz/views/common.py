@@ -8,6 +8,7 @@ from typing import Any
 __all__ = [
     "INFRA_ERROR",
     "WEBGL_ABOVE",
+    "failure_hover",
     "failure_style",
     "is_infra",
     "note_figure",
@@ -32,6 +33,15 @@ def failure_style(status: str) -> tuple[str, dict]:
         return "infrastructure failure", {"symbol": "diamond-open", "color": "#7f7f7f",
                                           "size": 8}
     return "failed", {"symbol": "x", "color": "crimson", "size": 8}
+
+
+def failure_hover(statuses: list[str], head: str = "%{x}") -> dict:
+    """Hover settings naming each failed trial's status: a per-point text only when the trace
+    mixes statuses (thousands of strings cost more to check and send than the points)."""
+    kinds = set(statuses)
+    if len(kinds) == 1:
+        return {"hovertemplate": f"{head}: {next(iter(kinds))}"}
+    return {"text": list(statuses), "hovertemplate": f"{head}: %{{text}}"}
 
 
 def scatter_type(points: int) -> Any:

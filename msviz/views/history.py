@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -56,23 +56,22 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
     if trials.empty:
         warnings.warn("no trials to plot yet", MsvizWarning, stacklevel=2)
         return HistoryInfo(metric, label, ())
+    import numpy as np
+
     seconds = _seconds(trials)
+    # running best: fmin/fmax skip NaN (a failed trial) and keep NaN until the first success
+    running = np.fmin if better is min else np.fmax
     out = []
     for task, group in trials.groupby("task", sort=False):
-        values = [float(v) for v in group[metric]]
-        best, bests = math.nan, []
-        for v in values:
-            if not math.isnan(v):
-                best = v if math.isnan(best) else better(best, v)
-            bests.append(best)
+        values = group[metric].to_numpy(dtype=float)
         out.append(
             TaskHistory(
                 str(task),
-                tuple(int(t) for t in group["task_trial"]),
-                tuple(values),
-                tuple(bests),
-                tuple(str(s) for s in group["status"]),
-                tuple(float(seconds[i]) for i in group.index),
+                tuple(group["task_trial"].astype(int).tolist()),
+                tuple(values.tolist()),
+                tuple(running.accumulate(values).tolist() if len(values) else ()),
+                tuple(group["status"].astype(str).tolist()),
+                tuple(seconds.loc[group.index].to_numpy(dtype=float).tolist()),
             )
         )
     return HistoryInfo(metric, label, tuple(out))
@@ -117,40 +116,46 @@ def best_so_far_figure(
     """
     if x not in ("trial", "time"):
         raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
+    import numpy as np
     import plotly.graph_objects as go
 
-    from msviz.views.common import failure_style, note_figure, scatter_type
+    from msviz.views.common import failure_hover, failure_style, note_figure, scatter_type
 
     fig = go.Figure()
     shown = [t for t in info.tasks if task is None or t.task == task]
     for hist in shown:
-        xs = hist.trial if x == "trial" else hist.seconds
-        ok = [i for i, s in enumerate(hist.status) if s == "ok"]
-        bad = [i for i, s in enumerate(hist.status) if s != "ok"]
+        # numpy arrays: plotly checks a list element by element, an array at once
+        xs = np.asarray(hist.trial if x == "trial" else hist.seconds, dtype=float)
+        values = np.asarray(hist.value, dtype=float)
+        status = np.asarray(hist.status, dtype=object)
+        ok = np.flatnonzero(status == "ok")
+        bad = np.flatnonzero(status != "ok")
         prefix = f"{hist.task}: " if len(shown) > 1 else ""
         dots = scatter_type(len(hist.trial))
         fig.add_trace(
             dots(
-                x=[xs[i] for i in ok], y=[hist.value[i] for i in ok], mode="markers",
+                x=xs[ok], y=values[ok], mode="markers",
                 name=f"{prefix}trial", marker={"size": 5, "opacity": 0.55},
             )
         )
+        steps = _steps(np.asarray(hist.best, dtype=float))
         fig.add_trace(
             go.Scatter(
-                x=list(xs), y=list(hist.best), mode="lines", name=f"{prefix}best so far",
-                line={"shape": "hv", "width": 2.5},
+                x=xs[steps], y=np.asarray(hist.best, dtype=float)[steps], mode="lines",
+                name=f"{prefix}best so far", line={"shape": "hv", "width": 2.5},
             )
         )
         # Failures have no latency: mark them on the axis floor so they stay visible.
-        finite = [v for v in hist.value if not math.isnan(v)]
-        floor = (min(finite) if info.metric == "latency_us" else 0.0) if finite else 0.0
+        finite = values[~np.isnan(values)]
+        floor = (float(finite.min()) if info.metric == "latency_us" else 0.0) \
+            if len(finite) else 0.0
         for name in dict.fromkeys(failure_style(hist.status[i])[0] for i in bad):
             mine = [i for i in bad if failure_style(hist.status[i])[0] == name]
             fig.add_trace(
                 dots(
-                    x=[xs[i] for i in mine], y=[floor] * len(mine), mode="markers",
+                    x=xs[mine], y=np.full(len(mine), floor), mode="markers",
                     name=f"{prefix}{name}", marker=failure_style(hist.status[mine[0]])[1],
-                    text=[hist.status[i] for i in mine], hovertemplate="%{x}: %{text}",
+                    **failure_hover([hist.status[i] for i in mine]),
                 )
             )
     title = "Best so far" + (f": {task}" if task else "")
@@ -169,3 +174,17 @@ def best_so_far_figure(
         fig.add_annotation(text="no trial succeeded yet", x=0.5, y=0.9, xref="paper",
                            yref="paper", showarrow=False, font={"size": 14, "color": "#555"})
     return fig
+
+
+def _steps(best: Any) -> Any:
+    """Indices where a best-so-far series changes, plus its first and last point: with the
+    ``hv`` line shape these draw the same steps as every point (NaN before the first success
+    stays a gap)."""
+    import numpy as np
+
+    if len(best) == 0:
+        return np.arange(0)
+    same = (best[1:] == best[:-1]) | (np.isnan(best[1:]) & np.isnan(best[:-1]))
+    keep = np.concatenate([[True], ~same])
+    keep[-1] = True
+    return np.flatnonzero(keep)

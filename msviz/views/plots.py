@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.views.common import failure_style, note_figure, scatter_type
+from msviz.views.common import failure_hover, failure_style, note_figure, scatter_type
 
 __all__ = [
     "BatchPrediction",
@@ -47,14 +47,16 @@ def trial_scatter_info(trials: pd.DataFrame, *, color_by: str = "status") -> Tri
     """
     if color_by not in trials.columns:
         raise ValueError(f"cannot colour by {color_by!r}; columns: {', '.join(trials.columns)}")
-    ok = trials[trials["latency_us"].notna()]
+    done = trials["latency_us"].notna()
+    ok = trials.loc[done, list(dict.fromkeys(["trial", "latency_us", color_by]))]
     groups = tuple(
-        (str(label), tuple(int(t) for t in g["trial"]), tuple(float(v) for v in g["latency_us"]))
+        (str(label), tuple(g["trial"].to_numpy(dtype="int64").tolist()),
+         tuple(g["latency_us"].to_numpy(dtype=float).tolist()))
         for label, g in ok.groupby(ok[color_by].astype(str), sort=True)
     )
-    bad = trials[trials["latency_us"].isna()]
+    bad = trials.loc[~done, ["trial", "status"]]
     failed = tuple(
-        (str(status), tuple(int(t) for t in g["trial"]))
+        (str(status), tuple(g["trial"].to_numpy(dtype="int64").tolist()))
         for status, g in bad.groupby(bad["status"].astype(str), sort=True)
     )
     return TrialScatterInfo(color_by, groups, failed)
@@ -62,22 +64,25 @@ def trial_scatter_info(trials: pd.DataFrame, *, color_by: str = "status") -> Tri
 
 def trial_scatter_figure(info: TrialScatterInfo) -> Any:
     """Trial number against latency, one colour per group; failures on the axis floor."""
+    import numpy as np
     import plotly.graph_objects as go
 
     points = sum(len(x) for _, x, _ in info.groups) + sum(len(x) for _, x in info.failed)
     dots = scatter_type(points)
+    # numpy arrays: plotly checks a list element by element, an array at once
     fig = go.Figure(
-        [dots(x=list(x), y=list(y), mode="markers", name=f"{info.color_by}={label}",
-              marker={"size": 5}) for label, x, y in info.groups]
+        [dots(x=np.array(x, dtype=float), y=np.array(y, dtype=float), mode="markers",
+              name=f"{info.color_by}={label}", marker={"size": 5})
+         for label, x, y in info.groups]
     )
-    latencies = [v for _, _, y in info.groups for v in y]
-    floor = min(latencies) if latencies else 1.0
+    floor = min((min(y) for _, _, y in info.groups if y), default=1.0)
     for name in dict.fromkeys(failure_style(status)[0] for status, _ in info.failed):
         mine = [(s, x) for s, x in info.failed if failure_style(s)[0] == name]
+        xs = np.array([t for _, x in mine for t in x], dtype=float)
         fig.add_trace(dots(
-            x=[t for _, x in mine for t in x], y=[floor] * sum(len(x) for _, x in mine),
-            mode="markers", name=name, marker=failure_style(mine[0][0])[1],
-            text=[s for s, x in mine for _ in x], hovertemplate="trial %{x}: %{text}"))
+            x=xs, y=np.full(len(xs), floor), mode="markers", name=name,
+            marker=failure_style(mine[0][0])[1],
+            **failure_hover([s for s, x in mine for _ in x], "trial %{x}")))
     fig.update_layout(title=f"Every trial, by {info.color_by}", xaxis_title="Trial",
                       yaxis_title="Latency (µs)", **_LAYOUT)
     fig.update_yaxes(type="log")
@@ -113,32 +118,76 @@ def _spearman(a: pd.Series, b: pd.Series) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+def _batch_spearman(codes: Any, a: pd.Series, b: pd.Series) -> Any:
+    """:func:`_spearman` of every batch at once (one pass over the rows, not one per batch).
+
+    ``codes`` numbers the batches 0, 1, ... in row order (rows sorted by batch)."""
+    import numpy as np
+
+    ra = a.groupby(codes).rank().to_numpy(dtype=float)
+    rb = b.groupby(codes).rank().to_numpy(dtype=float)
+    count = np.bincount(codes)
+    da = ra - (np.bincount(codes, ra) / count)[codes]
+    db = rb - (np.bincount(codes, rb) / count)[codes]
+    xx, yy = np.bincount(codes, da * da), np.bincount(codes, db * db)
+    # mean ranks are exact (halves), so a constant batch has exactly 0: no correlation
+    defined = (xx > 0) & (yy > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(defined, np.bincount(codes, da * db) / np.sqrt(xx * yy), np.nan)
+
+
 def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
     """Predicted score against measured GFLOPS per batch (needs msviz's sidecar columns)."""
+    import numpy as np
+
     if "predicted_score" not in trials.columns or "batch" not in trials.columns:
         warnings.warn("these trials carry no cost-model predictions (stock work dir)",
                       MsvizWarning, stacklevel=2)
         return CostModelInfo((), math.nan)
-    ok = trials[trials["predicted_score"].notna() & trials["gflops"].notna()]
+    ok = trials.loc[trials["predicted_score"].notna() & trials["gflops"].notna()
+                    & trials["batch"].notna(), ["batch", "predicted_score", "gflops"]]
+    ok = ok.sort_values("batch", kind="stable")  # batch order; measuring order within one
+    numbers, starts, codes = np.unique(ok["batch"].to_numpy(dtype="int64"),
+                                       return_index=True, return_inverse=True)
+    rho = _batch_spearman(codes, ok["predicted_score"], ok["gflops"]) if len(ok) else []
+    ends = [*starts[1:].tolist(), len(ok)] if len(ok) else []
+    scores = ok["predicted_score"].to_numpy(dtype=float).tolist()
+    gflops = ok["gflops"].to_numpy(dtype=float).tolist()
     batches = tuple(
-        BatchPrediction(int(b), tuple(map(float, g["predicted_score"])),
-                        tuple(map(float, g["gflops"])),
-                        _spearman(g["predicted_score"], g["gflops"]))
-        for b, g in ok.groupby("batch", sort=True)
+        BatchPrediction(n, tuple(scores[s:e]), tuple(gflops[s:e]), float(r))
+        for n, s, e, r in zip(numbers.tolist(), starts.tolist(), ends, rho, strict=True)
     )
     return CostModelInfo(batches, _spearman(ok["predicted_score"], ok["gflops"]))
 
 
 def cost_model_figure(info: CostModelInfo) -> Any:
-    """Predicted score (x) against measured GFLOPS (y), one colour per batch."""
+    """Predicted score (x) against measured GFLOPS (y): one trace, coloured by batch on a
+    continuous scale (a legend of hundreds of batches would be unreadable); the hover names
+    each point's batch and that batch's rank correlation."""
+    import numpy as np
     import plotly.graph_objects as go
 
-    fig = go.Figure(
-        [go.Scatter(x=list(b.predicted), y=list(b.gflops), mode="markers",
-                    name=f"batch {b.batch} (rho={_rho(b.spearman)})") for b in info.batches]
-    )
+    sizes = [len(b.predicted) for b in info.batches]
+    points = sum(sizes)
+    fig = go.Figure()
+    if info.batches:
+        x = np.fromiter((v for b in info.batches for v in b.predicted), float, points)
+        y = np.fromiter((v for b in info.batches for v in b.gflops), float, points)
+        batch = np.repeat(np.array([b.batch for b in info.batches], dtype=float), sizes)
+        rho = np.repeat(np.array([b.spearman for b in info.batches], dtype=float), sizes)
+        fig.add_trace(scatter_type(points)(
+            x=x, y=y, mode="markers", name="measured candidate",
+            # 1-D arrays travel as binary; a 2-D customdata would go as nested lists
+            customdata=rho,
+            hovertemplate="batch %{marker.color} (rho %{customdata:.2f})<br>"
+                          "score %{x:.3g}, %{y:.3g} GFLOPS<extra></extra>",
+            marker={"size": 6, "color": batch, "colorscale": "Viridis", "showscale": True,
+                    "colorbar": {"title": {"text": "batch"}}},
+        ))
+    last = (f"; batch {info.batches[-1].batch}: {_rho(info.batches[-1].spearman)}"
+            if info.batches else "")
     fig.update_layout(
-        title=f"Cost model (Spearman rho {_rho(info.spearman)})",
+        title=f"Cost model (Spearman rho {_rho(info.spearman)}{last})",
         xaxis_title="Predicted score", yaxis_title="Measured GFLOPS", **_LAYOUT)
     if not info.batches:
         note_figure(fig, "no cost-model scores yet: msviz keeps the predicted score of each "

@@ -8,7 +8,8 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
-__all__ = ["ErrorArea", "Selection", "code_html", "figure_widget", "replace_figure"]
+__all__ = ["ErrorArea", "Selection", "code_html", "figure_widget", "layout_leaves",
+           "replace_figure"]
 
 #: The plotly template the widgets draw with (set once per figure widget, kept on updates).
 TEMPLATE = "plotly_white"
@@ -65,10 +66,32 @@ def figure_widget() -> Any:
     return go.FigureWidget(layout={"template": TEMPLATE})
 
 
+def layout_leaves(layout: dict, prefix: str = "") -> dict[str, Any]:
+    """A layout's settings by dotted path (a list, such as ``annotations``, is one setting;
+    the template is left out)."""
+    out: dict[str, Any] = {}
+    for key, value in layout.items():
+        if key == "template":
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(layout_leaves(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+_MISSING = object()
+#: Layout settings that are lists: emptied, not set to None, when a figure has none.
+_LISTS = ("annotations", "shapes", "images", "sliders", "updatemenus", "selections")
+
+
 def replace_figure(widget: Any, fig: Any) -> None:
     """Make a FigureWidget show ``fig`` in place (no new widget), in one batched update.
 
-    The widget keeps its own template; ``fig`` comes from a view function (no template)."""
+    The widget keeps its own template; ``fig`` comes from a view function (no template). Once
+    a layout is shown, only the top-level settings that changed are sent (re-setting a whole
+    layout validates the template again: 100+ ms)."""
     with widget.batch_update():
         if len(widget.data) == len(fig.data) and all(
             a.type == b.type for a, b in zip(widget.data, fig.data, strict=True)
@@ -80,6 +103,12 @@ def replace_figure(widget: Any, fig: Any) -> None:
             for trace in fig.data:
                 widget.add_trace(trace)
         layout = fig.layout.to_plotly_json()
-        if getattr(widget, "_msviz_layout", None) != layout:  # layouts are costly to re-set
+        shown = getattr(widget, "_msviz_layout", None)
+        if shown is None:
             widget.layout = {**layout, "template": widget.layout.template}
-            widget._msviz_layout = layout
+        elif shown != layout:
+            # whole top-level settings (an axis, the annotations): what they leave out goes
+            for key in dict.fromkeys([*shown, *layout]):
+                if key != "template" and shown.get(key, _MISSING) != layout.get(key, _MISSING):
+                    widget.layout[key] = layout.get(key, () if key in _LISTS else None)
+        widget._msviz_layout = layout

@@ -12,26 +12,12 @@ import ipywidgets as W
 from msviz.errors import MsvizWarning
 from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
-from msviz.widgets.common import ErrorArea, figure_widget, replace_figure
+from msviz.widgets.common import ErrorArea, figure_widget, layout_leaves, replace_figure
 
 __all__ = ["PlotPanel", "show_figure"]
 
 #: Columns the every-trial scatter can be coloured by (those the trials carry).
 COLOR_COLUMNS = ("status", "generation", "batch", "task")
-
-
-def _leaves(layout: dict, prefix: str = "") -> set[str]:
-    """Dotted paths of a layout's settings (a list, such as ``annotations``, is one setting)."""
-    out = set()
-    for key, value in layout.items():
-        if key == "template":
-            continue
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out |= _leaves(value, path + ".")
-        else:
-            out.add(path)
-    return out
 
 
 def show_figure(widget: Any, fig: Any) -> None:
@@ -42,7 +28,12 @@ def show_figure(widget: Any, fig: Any) -> None:
     not name: a "no trials yet" note or hidden axes would stay after the data came, and a log
     axis after switching to GFLOPS. Resetting those settings (``None``) first avoids that.
     """
-    stale = _leaves(widget.layout.to_plotly_json()) - _leaves(fig.layout.to_plotly_json())
+    # the widget's own layout dict, read without the deep copy of to_plotly_json() (its
+    # template alone is over a thousand dicts): layout_leaves only reads it
+    shown = getattr(widget, "_layout", None)
+    if not isinstance(shown, dict):
+        shown = widget.layout.to_plotly_json()
+    stale = set(layout_leaves(shown)) - set(layout_leaves(fig.layout.to_plotly_json()))
     if stale:
         widget.plotly_relayout({path: None for path in sorted(stale)})
     replace_figure(widget, fig)
@@ -82,6 +73,9 @@ class PlotPanel(W.VBox):
             "<i>decisions against latency: reads the traces of the fastest trials</i>")
         self.error = ErrorArea()
         self._run, self._trials, self._tasks = run, trials, tasks
+        # what each plot shows now: (trials, tasks, its options); a plot whose key is
+        # unchanged is not rebuilt (a menu redraws only its own plot)
+        self._drawn: dict[str, tuple] = {}
         for control in (self.x_axis, self.metric, self.color_by):
             control.observe(self._on_control, names="value")
         self.decisions_button.on_click(lambda _b: self.plot_decisions())
@@ -107,28 +101,43 @@ class PlotPanel(W.VBox):
                 self.color_by.value = keep
 
     def update(self, trials: Any, tasks: Any = None) -> None:
-        """Redraw every plot from new data (in place); a plot that fails leaves the others."""
+        """Redraw every plot from new data (in place); a plot that fails leaves the others.
+
+        New data comes as a new frame (as ``Session.trials`` and ``Run.trials`` give it): a
+        plot already drawn from these same frame objects, with the same options, is kept.
+        """
         self._trials, self._tasks = trials, tasks if tasks is not None else self._tasks
         failed = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MsvizWarning)  # empty data: the plots say so
             self._sync_color_options(trials)
             draws = [
-                ("best so far", self.history, lambda: best_so_far_figure(
-                    best_so_far_info(trials, metric=self.metric.value), x=self.x_axis.value)),
-                ("every trial", self.scatter, lambda: P.trial_scatter_figure(
-                    P.trial_scatter_info(trials, color_by=self.color_by.value or "status"))),
-                ("cost model", self.cost_model,
+                ("best so far", self.history, (self.metric.value, self.x_axis.value),
+                 lambda: best_so_far_figure(best_so_far_info(trials, metric=self.metric.value),
+                                            x=self.x_axis.value)),
+                ("every trial", self.scatter, (self.color_by.value,),
+                 lambda: P.trial_scatter_figure(
+                     P.trial_scatter_info(trials, color_by=self.color_by.value or "status"))),
+                ("cost model", self.cost_model, (),
                  lambda: P.cost_model_figure(P.cost_model_info(trials))),
             ]
             multi = self._tasks is not None and len(self._tasks) > 1
             if multi:
-                draws.append(("task bars", self.task_bars,
+                draws.append(("task bars", self.task_bars, (),
                               lambda: P.task_bars_figure(P.task_bars_info(self._tasks))))
             self.task_bars_box.layout.display = "" if multi else "none"
-            for name, widget, build in draws:
+            for name, widget, options, build in draws:
+                # the same frame objects (held here, so never a reused id) and options:
+                # nothing to redraw
+                drawn = self._drawn.get(name)
+                if drawn is not None and drawn[0] is trials and drawn[1] is self._tasks \
+                        and drawn[2] == options and drawn[3] == len(trials):
+                    continue
+                key = (trials, self._tasks, options, len(trials))
+                self._drawn.pop(name, None)
                 try:
                     show_figure(widget, build())
+                    self._drawn[name] = key
                 except Exception as err:
                     failed.append(f"{name}: {err}")
         if failed:

@@ -162,3 +162,22 @@ def test_empty_work_dir_opens_with_no_trials(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as err:
         run.best()
     assert str(err.value).startswith(f"no tuning records in {tmp_path}: there is no best trial")
+
+
+def test_reading_pauses_the_cycle_collector_and_restores_it() -> None:
+    import gc
+
+    from msviz.records.run import _no_cycle_collection
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), _no_cycle_collection():
+        assert not gc.isenabled()
+        raise RuntimeError("a reader error")
+    assert gc.isenabled()  # re-enabled after an error too
+    gc.disable()
+    try:
+        with _no_cycle_collection():
+            pass
+        assert not gc.isenabled()  # paused by someone else: left paused
+    finally:
+        gc.enable()

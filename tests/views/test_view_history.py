@@ -70,7 +70,7 @@ def test_figure_splits_candidate_and_infrastructure_failures(trials) -> None:
     names = [t.name for t in fig.data]
     assert names == ["A: trial", "A: best so far", "B: trial", "B: best so far",
                      "B: failed", "B: infrastructure failure"]
-    assert fig.data[4].x == (1.5,) and fig.data[5].x == (4.0,)
+    assert tuple(fig.data[4].x) == (1.5,) and tuple(fig.data[5].x) == (4.0,)
     assert fig.layout.xaxis.title.text == "Wall time (s)"
 
 
@@ -88,3 +88,18 @@ def test_empty_figure_says_why(trials) -> None:
 def test_bad_metric_is_named(trials) -> None:
     with pytest.raises(ValueError, match="'speed'"):
         best_so_far_info(trials, metric="speed")
+
+
+def test_best_line_drawn_only_where_it_steps(same) -> None:
+    # failures (NaN) first, then 30, 30, 20, 25, 20, 20: the best steps at trials 2 and 4
+    frame = pd.DataFrame({
+        "task": ["A"] * 8, "task_trial": range(8),
+        "status": ["build_error", "build_error", "ok", "ok", "ok", "ok", "ok", "ok"],
+        "latency_us": [NAN, NAN, 30.0, 30.0, 20.0, 25.0, 20.0, 20.0]})
+    info = best_so_far_info(frame)
+    assert same(info.tasks[0].best, (NAN, NAN, 30.0, 30.0, 20.0, 20.0, 20.0, 20.0))
+    line = best_so_far_figure(info).data[1]
+    assert line.line.shape == "hv"
+    # first point, the points where the best changes, and the last point
+    assert same(tuple(line.x), (0.0, 2.0, 4.0, 7.0))
+    assert same(tuple(line.y), (NAN, 30.0, 20.0, 20.0))

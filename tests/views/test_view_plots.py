@@ -31,10 +31,10 @@ def test_scatter_by_generation(trials, same) -> None:
 
 def test_scatter_figure_draws_failures_apart(trials) -> None:
     fig = P.trial_scatter_figure(P.trial_scatter_info(trials))
-    assert [(t.type, t.name, t.x) for t in fig.data] == [
+    assert [(t.type, t.name, tuple(t.x)) for t in fig.data] == [
         ("scatter", "status=ok", (0, 2, 4, 5)), ("scatter", "failed", (1,)),
         ("scatter", "infrastructure failure", (3,))]
-    assert fig.data[1].y == (40.0,)  # on the floor: the fastest latency
+    assert tuple(fig.data[1].y) == (40.0,)  # on the floor: the fastest latency
 
 
 def test_scatter_bad_column_is_named(trials) -> None:
@@ -118,3 +118,38 @@ def test_task_bars(same) -> None:
     tasks["weight"] = [2.0, 0.5, 3.0]
     expected = P.TaskBarsInfo(("A", "B", "C"), (10.0, 20.0, NAN), (20.0, 10.0, NAN), (4, 2, 1))
     assert same(P.task_bars_info(tasks), expected)
+
+
+def test_cost_model_figure_is_one_trace_coloured_by_batch() -> None:
+    fig = P.cost_model_figure(P.cost_model_info(COST))
+    (trace,) = fig.data
+    assert tuple(trace.x) == (0.1, 0.4, 0.4, 0.9, 0.2, 0.3)
+    assert tuple(trace.y) == (1.0, 3.0, 2.0, 5.0, 4.0, 1.0)
+    assert tuple(trace.marker.color) == (0, 0, 0, 0, 1, 1)
+    assert tuple(trace.customdata)[3:5] == (pytest.approx(math.sqrt(0.9)), -1.0)  # rho
+    assert fig.layout.title.text == "Cost model (Spearman rho 0.59; batch 1: -1.00)"
+
+
+def test_batch_correlations_match_one_batch_at_a_time() -> None:
+    # many batches with ties, constant batches and single trials: each batch's rho equals
+    # the rank correlation computed on that batch alone
+    rng = pd.Series(range(589)).sample(frac=1.0, random_state=3).to_numpy()
+    frame = pd.DataFrame({
+        "batch": [int(i) // 7 for i in range(589)],
+        "predicted_score": [float(v % 5) for v in rng],
+        "gflops": [float(v % 11) if i % 70 else 1.0 for i, v in enumerate(rng)],
+    })
+    frame.loc[frame["batch"] == 3, "predicted_score"] = 0.5  # constant scores: no rho
+    info = P.cost_model_info(frame)  # 84 batches of 7, and batch 84 with a single trial
+    assert len(info.batches) == 85 and len(info.batches[-1].predicted) == 1
+    for b in info.batches:
+        alone = frame[frame["batch"] == b.batch]
+        expected = P._spearman(alone["predicted_score"], alone["gflops"])
+        assert (math.isnan(b.spearman) and math.isnan(expected)) or \
+            b.spearman == pytest.approx(expected, abs=1e-12), b.batch
+    assert math.isnan(info.batches[3].spearman) and math.isnan(info.batches[-1].spearman)
+
+
+def test_cost_model_with_no_scored_success_is_empty(same) -> None:
+    failed = COST.assign(gflops=NAN)
+    assert same(P.cost_model_info(failed), P.CostModelInfo((), NAN))

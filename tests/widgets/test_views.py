@@ -64,13 +64,19 @@ def test_plot_panel_on_session_trials(tuned_session) -> None:
     assert {t.name: list(t.x) for t in panel.scatter.data if t.name.startswith("gen")} \
         == expected
     batches = sorted(set(trials["batch"]))
-    assert [t.name.split(" (")[0] for t in panel.cost_model.data] == \
-        [f"batch {b}" for b in batches] and len(batches) == 2
-    for trace, b in zip(panel.cost_model.data, batches, strict=True):
+    assert len(batches) == 2
+    (trace,) = panel.cost_model.data  # one trace, coloured by batch
+    batch_of, rho_of = list(trace.marker.color), list(trace.customdata)
+    for b in batches:
         mine = trials[(trials["batch"] == b) & trials["gflops"].notna()]
-        assert list(trace.x) == list(mine["predicted_score"])
+        here = [i for i, n in enumerate(batch_of) if n == b]
+        assert [trace.x[i] for i in here] == list(mine["predicted_score"])
+        assert [trace.y[i] for i in here] == list(mine["gflops"])
         rho = stats.spearmanr(mine["predicted_score"], mine["gflops"]).statistic
-        assert trace.name.endswith(f"(rho={rho:.2f})")
+        assert all(rho_of[i] == pytest.approx(rho) for i in here)
+    last = trials[(trials["batch"] == batches[-1]) & trials["gflops"].notna()]
+    rho = stats.spearmanr(last["predicted_score"], last["gflops"]).statistic
+    assert panel.cost_model.layout.title.text.endswith(f"; batch {batches[-1]}: {rho:.2f})")
     assert panel.error.text == ""
 
 
@@ -226,3 +232,46 @@ def test_trace_view_clears(stock_run, bad: int) -> None:
     assert view.editors.children
     view.show(bad)
     assert view.editors.children == () and view.table.value == ""
+
+
+def test_plot_panel_redraws_only_what_changed(monkeypatch) -> None:
+    from msviz.widgets import plots as panel_module
+
+    frame = pd.DataFrame({
+        "task": ["A"] * 4, "trial": range(4), "task_trial": range(4),
+        "status": ["ok", "build_error", "ok", "ok"], "latency_us": [30.0, None, 20.0, 25.0],
+        "gflops": [1.0, None, 1.5, 1.2], "batch": [0, 0, 1, 1],
+        "predicted_score": [0.1, 0.2, 0.3, 0.2]})
+    panel = PlotPanel(frame)
+    drawn: list = []
+    real = panel_module.show_figure
+    monkeypatch.setattr(panel_module, "show_figure",
+                        lambda widget, fig: (drawn.append(widget), real(widget, fig)))
+    panel.update(frame)  # the same frame: nothing to redraw
+    assert drawn == []
+    panel.x_axis.value = "time"  # a menu redraws its own plot only
+    assert drawn == [panel.history]
+    drawn.clear()
+    panel.color_by.value = "batch"
+    assert drawn == [panel.scatter]
+    drawn.clear()
+    panel.update(frame.iloc[:3])  # new data: every plot
+    assert drawn == [panel.history, panel.scatter, panel.cost_model]
+    assert list(panel.scatter.data[0].x) == [0.0] and panel.error.text == ""
+
+
+def test_plot_panel_forgets_the_previous_layout() -> None:
+    empty = pd.DataFrame({c: [] for c in ("task", "trial", "task_trial", "status",
+                                          "latency_us", "gflops")})
+    panel = PlotPanel(empty)
+    assert [a.text for a in panel.history.layout.annotations] == ["no trials yet"]
+    assert panel.history.layout.xaxis.visible is False
+    panel.update(pd.DataFrame({"task": ["A", "A"], "trial": [0, 1], "task_trial": [0, 1],
+                               "status": ["ok", "ok"], "latency_us": [2.0, 1.0],
+                               "gflops": [1.0, 2.0]}))
+    layout = panel.history.layout
+    assert layout.annotations == () and layout.xaxis.visible is None
+    assert layout.yaxis.type == "log" and layout.template.layout.font is not None
+    panel.metric.value = "gflops"  # no log axis left over from latency
+    assert panel.history.layout.yaxis.type is None
+    assert panel.history.layout.yaxis.title.text == "Throughput (GFLOPS)"
