@@ -187,8 +187,8 @@ def cost_model_figure(info: CostModelInfo) -> Any:
     last = (f"; batch {info.batches[-1].batch}: {_rho(info.batches[-1].spearman)}"
             if info.batches else "")
     fig.update_layout(
-        # short: a longer title runs under the plot's toolbar (ρ: Spearman's rank correlation)
-        title=f"Cost model (ρ {_rho(info.spearman)}{last})",
+        # short: a longer title runs under the plot's toolbar (rho: Spearman's rank correlation)
+        title=f"Cost model (rho {_rho(info.spearman)}{last})",
         xaxis_title="Predicted score", yaxis_title="Measured GFLOPS", **_LAYOUT)
     if not info.batches:
         note_figure(fig, "no cost-model scores yet: msviz keeps the predicted score of each "

@@ -127,7 +127,7 @@ def test_cost_model_figure_is_one_trace_coloured_by_batch() -> None:
     assert tuple(trace.y) == (1.0, 3.0, 2.0, 5.0, 4.0, 1.0)
     assert tuple(trace.marker.color) == (0, 0, 0, 0, 1, 1)
     assert tuple(trace.customdata)[3:5] == (pytest.approx(math.sqrt(0.9)), -1.0)  # rho
-    assert fig.layout.title.text == "Cost model (ρ 0.59; batch 1: -1.00)"
+    assert fig.layout.title.text == "Cost model (rho 0.59; batch 1: -1.00)"
 
 
 def test_batch_correlations_match_one_batch_at_a_time() -> None:
