@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import numpy as np
@@ -12,7 +11,6 @@ import tvm
 from msviz import compat, workloads
 from msviz.trace import (
     compile_cuda,
-    decision_sites,
     generated_source,
     lowered_tir,
     tvmscript,
@@ -35,14 +33,6 @@ def test_cpu_code_of_a_replayed_trial(gmm_best):
     args = [tvm.runtime.tensor(a, dev) for a in (x, y, np.zeros((1, 128, 128), "float32"))]
     lib[lib.entry_name](*args)
     np.testing.assert_allclose(args[2].numpy(), x @ y, rtol=1e-4, atol=1e-3)
-    # Every tile decision of the trace shows up as loop extents in the printed TVMScript.
-    loops = re.findall(r"T\.(?:serial|parallel|vectorized|unroll)\((\d+)", script)
-    extents = [int(m) for m in loops]
-    grids = re.findall(r"T\.grid\(([\d, ]+)\)", script)
-    extents += [int(v) for m in grids for v in m.split(",")]
-    for site in decision_sites(replay):
-        if site.kind == "SamplePerfectTile":
-            assert all(f == 1 or f in extents for f in site.decision), (site.decision, extents)
     lowered = lowered_tir(replay)
     assert "T.sblock" not in lowered and "__tvm_ffi_main" in lowered
     ll = generated_source(replay, "llvm")
