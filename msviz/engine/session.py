@@ -237,6 +237,24 @@ class Session:
                              f" not {task!r}")
         return task
 
+    def task_table(self) -> list[dict]:
+        """MetaSchedule's task table now, one dict per task: ``index``, ``name``, ``flop``,
+        ``weight``, ``gflops``, ``latency_us``, ``weighted_latency_us`` (None while the task
+        has no successful trial), ``trials``, ``done``."""
+        rows = []
+        for task in self.tasks:
+            tuner = self._tuners[task.index] if self._tuners else None
+            best = tuner.best_secs * 1e6 if tuner is not None else float("inf")
+            ok = best != float("inf")
+            rows.append({"index": task.index, "name": task.name, "flop": float(task.flop),
+                         "weight": int(task.weight),
+                         "gflops": task.flop / best / 1e3 if ok and task.flop > 0 else None,
+                         "latency_us": best if ok else None,
+                         "weighted_latency_us": best * task.weight if ok else None,
+                         "trials": tuner.trials_done if tuner is not None else 0,
+                         "done": self._done[task.index] is not None})
+        return rows
+
     def tasks_info(self) -> list[dict]:
         """The ``tasks`` event's list: one dict per task."""
         return [{"index": t.index, "name": t.name, "flop": float(t.flop), "weight": int(t.weight),
