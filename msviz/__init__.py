@@ -1,6 +1,6 @@
 """msviz: see and steer TVM MetaSchedule tuning from Jupyter."""
 
-from msviz import workloads
+from msviz import models, workloads
 from msviz.engine import RuleSet, Session
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
 from msviz.records import Run, Trial
@@ -18,6 +18,7 @@ __all__ = [
     "WorkDirError",
     "WorkloadError",
     "decision_sites",
+    "models",
     "open",
     "trace_rows",
     "with_decisions",

@@ -39,27 +39,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def format_task_table(rows: list[dict]) -> str:
     """MetaSchedule's task table (``PrintTuningStatistics``) from :meth:`Session.task_table`."""
-    head = ["ID", "Name", "FLOP", "Weight", "Speed (GFLOPS)", "Latency (us)",
-            "Weighted Latency (us)", "Trials", "Done"]
-    body, total = [], 0.0
-    for r in rows:
-        ok = r["latency_us"] is not None
-        if ok:
-            total += r["weighted_latency_us"]
-        body.append([str(r["index"]), r["name"], str(int(r["flop"])), str(r["weight"]),
-                     f"{r['gflops']:.4f}" if r["gflops"] is not None else "N/A",
-                     f"{r['latency_us']:.4f}" if ok else "N/A",
-                     f"{r['weighted_latency_us']:.4f}" if ok else "N/A",
-                     str(r["trials"]), "Y" if r["done"] else ""])
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    line = "-" * (sum(widths) + 3 * (len(widths) - 1))
+    from msviz.engine.scheduler import format_task_table as table
 
-    def fmt(cells: list[str]) -> str:
-        return " | ".join(c.rjust(w) for c, w in zip(cells, widths))
-
-    trials = sum(r["trials"] for r in rows)
-    return "\n".join([fmt(head), line, *map(fmt, body), line,
-                      f"Total trials: {trials}", f"Total latency (us): {total:.4f}"])
+    return table(rows)
 
 
 class Progress:

@@ -30,6 +30,7 @@ __all__ = [
     "TaskScheduler",
     "TaskState",
     "create",
+    "format_task_table",
     "gradient",
 ]
 
@@ -237,3 +238,32 @@ def create(kind: str | TaskScheduler, *, seed: int = 1) -> TaskScheduler:
 
 def is_valid_ms(value: float) -> bool:
     return math.isfinite(value) and value < INVALID_MS
+
+
+def format_task_table(rows: Sequence[dict]) -> str:
+    """MetaSchedule's task table, as ``TaskScheduler::PrintTuningStatistics`` prints it
+    (``support::TablePrinter``), from rows with ``index``, ``name``, ``flop``, ``weight``,
+    ``gflops``, ``latency_us``, ``weighted_latency_us``, ``trials`` and ``done``."""
+    table = [["ID", "Name", "FLOP", "Weight", "Speed (GFLOPS)", "Latency (us)",
+              "Weighted Latency (us)", "Trials", "Done"], []]
+    total_trials, total_latency = 0, 0.0
+    for r in rows:
+        cells = [str(r["index"]), r["name"], str(int(r["flop"])), str(int(r["weight"]))]
+        if r["latency_us"] is None:
+            cells += ["N/A", "N/A", "N/A"]
+        else:
+            cells += [f"{r['gflops'] or 0.0:.4f}", f"{r['latency_us']:.4f}",
+                      f"{r['weighted_latency_us']:.4f}"]
+            total_latency += r["weighted_latency_us"]
+            total_trials += r["trials"]  # as stock: only tasks with a valid latency count
+        table.append([*cells, str(r["trials"]), "Y" if r["done"] else ""])
+    table.append([])
+    widths = [max(len(row[i]) for row in table if row) for i in range(9)]
+    lines = []
+    for row in table:
+        if not row:
+            lines.append("-" * (sum(widths) + 3 * len(widths) - 1))
+        else:
+            lines.append("|".join(" " * (w + 1 - len(c)) + c + " " for c, w in zip(row, widths)))
+    return "\n".join(lines) + (f"\nTotal trials: {total_trials}"
+                               f"\nTotal latency (us): {total_latency:.4f}\n")

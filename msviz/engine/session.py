@@ -13,6 +13,7 @@ import collections
 import os
 import tempfile
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 from pathlib import Path
@@ -581,6 +582,9 @@ class Session:
                     self._teach_live(self._live)
             if isinstance(self.scheduler, scheduler_mod.GradientBased):
                 self.scheduler.round_robin_rounds = self._warm_up_done()
+            for task in self.tasks:
+                self._log_scheduler(f"Initializing Task #{task.index}: {task.name}")
+            self._log_scheduler("Task table before tuning", table=True)
             self._batch = sum(t.batch for t in self._tuners)
             self._checkpoint("stage")
             stages = self._drive()
@@ -603,6 +607,8 @@ class Session:
                 self._close_tuners(self._tuners, self._shared)
             except Exception as err:  # pragma: no cover - keep the first error
                 data.setdefault("close_error", f"{type(err).__name__}: {err}")
+        if self._tuners:
+            self._log_scheduler(f"Tuning ended ({final}): {self.end_reason}", table=True)
         if self.end_to_end_check and final in ("finished", "stopped") and self.trials_done:
             self._end_to_end_now()
         self._fail_commands()
@@ -624,6 +630,30 @@ class Session:
     def _task_done(self, index: int, reason: str) -> None:
         self._done[index] = reason
         self._tuners[index].emit("task_done", reason=reason)
+        left = sum(d is None for d in self._done)
+        self._log_scheduler(f"Task #{index} has finished. Remaining task(s): {left}",
+                            table=True)
+
+    def _log_scheduler(self, message: str, *, table: bool = False) -> None:
+        """A line of the stock ``task_scheduler.log`` (a model's work dir): picks, finished
+        tasks and the task table, so readers of ``tune_relax`` work dirs read it too."""
+        if self.model is None:
+            return
+        from msviz.engine.scheduler import format_task_table
+
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S") + f".{int(time.time() * 1000) % 1000:03d}"
+        text = f"{stamp} [INFO] [task_scheduler.cc:0] {message}\n"
+        if table:
+            text += f"{stamp} [INFO] [task_scheduler.cc:0] \n" + format_task_table(
+                self.task_table())
+        try:
+            logs = self.work_dir / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            with open(logs / "tvm.s_tir.meta_schedule.logging.task_scheduler.log", "a",
+                      encoding="utf-8") as f:
+                f.write(text)
+        except OSError as err:  # never let logging stop tuning
+            self.events.emit("warning", self.name, message=f"task scheduler log: {err}")
 
     def _drive(self) -> Any:
         """``TaskScheduler::Tune``, one batch at a time: pick a task, run one batch of it.
@@ -656,10 +686,13 @@ class Session:
                 trials=[u.trials_done for u in self._tuners],
                 done=[d is not None for d in self._done])
             self._batch += 1
+            self._log_scheduler(f"TaskScheduler picks Task #{index}: {self.tasks[index].name}")
             n = min(self.trials_per_batch, self.max_trials - self.trials_done)
             if budget is not None:
                 n = min(n, budget - tuner.trials_done)
             outcome = yield from tuner.run_batch(n)
+            self._log_scheduler(f"[Updated] Task #{index}: {self.tasks[index].name}",
+                                table=True)
             if outcome is None:
                 self._task_done(index, tuner.end_reason or "search space exhausted")
             elif len(self.tasks) > 1 and tuner.trials_done and tuner.best_secs == float("inf") \

@@ -11,6 +11,7 @@ from msviz.engine.scheduler import (
     RoundRobin,
     TaskState,
     create,
+    format_task_table,
     gradient,
 )
 
@@ -97,3 +98,28 @@ def test_round_robin() -> None:
     assert [sched.next_task(tasks).task for _ in range(3)] == [2, 0, 2]
     with pytest.raises(ValueError, match="task scheduler must be one of"):
         create("greedy")
+
+
+def test_task_table_as_stock_table_printer() -> None:
+    rows = [
+        {"index": 0, "name": "a", "flop": 100.0, "weight": 2, "gflops": 0.5, "latency_us": 200.0,
+         "weighted_latency_us": 400.0, "trials": 3, "done": True},
+        {"index": 1, "name": "bb", "flop": 7.0, "weight": 1, "gflops": None, "latency_us": None,
+         "weighted_latency_us": None, "trials": 0, "done": False},
+    ]
+    # support::TablePrinter: each cell right-aligned in width + 1, a space after, "|" between;
+    # the separator is sum(widths) + 3 * columns - 1 = 73 + 26 dashes
+    expected = "\n".join([
+        " ID | Name | FLOP | Weight | Speed (GFLOPS) | Latency (us) | Weighted Latency (us) "
+        "| Trials | Done ",
+        "-" * 99,
+        "  0 |    a |  100 |      2 |         0.5000 |     200.0000 |              400.0000 "
+        "|      3 |    Y ",
+        "  1 |   bb |    7 |      1 |            N/A |          N/A |                   N/A "
+        "|      0 |      ",
+        "-" * 99,
+        "Total trials: 3",
+        "Total latency (us): 400.0000",
+        "",
+    ])
+    assert format_task_table(rows) == expected
