@@ -134,21 +134,22 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
               f"{describe_target(session.target)}, {args.trials} trials, "
               f"work dir {session.work_dir}")
     progress = Progress(session)
-    tables: list[str] = []
+    changes: list[str] = []
 
-    def on_event(event: Any) -> None:  # the worker thread: hand the table to the main loop
-        if session.model is not None and event.kind in ("task_done", "end_to_end"):
-            tables.append(event.kind)
+    def on_event(event: Any) -> None:  # the worker thread: only note it, the main loop prints
+        if session.model is not None and event.kind in ("task_done", "measured"):
+            changes.append(event.kind)
 
     session.subscribe(on_event)
-    start = time.perf_counter()
+    start = last_table = time.perf_counter()
     session.start()
     try:
         while session.wait(0.5) in ("running", "stopping"):
-            while tables:
-                kind = tables.pop(0)
-                if kind == "task_done":
-                    progress.print(format_task_table(session.task_table()))
+            # the task table as it goes: when a task finishes, else at most once a minute
+            if changes and ("task_done" in changes or time.perf_counter() - last_table > 60):
+                changes.clear()
+                progress.print(format_task_table(session.task_table()))
+                last_table = time.perf_counter()
             progress.update()
     except KeyboardInterrupt:
         session.stop()

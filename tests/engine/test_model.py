@@ -3,6 +3,7 @@ steered, the database compiled by stock ``compile_relax``, resume continuing eve
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -55,18 +56,20 @@ def test_each_batch_step_runs_the_scheduled_task(tuned: Any) -> None:
     # one task per batch step: scheduled, measured, paused; twice
     assert kinds[:6] == ["scheduled", "measured", "paused", "scheduled", "measured", "paused"]
     scheduled = session.events.of_kind("scheduled")
-    measured = session.events.of_kind("measured")
-    assert len(scheduled) == len(measured) == 5  # 10 trials, 2 per batch, no empty batch
-    for sched, meas in zip(scheduled, measured):
-        assert sched["pick"] == meas["task_index"]
-        assert sched["pick_name"] == meas.task == meas["trials"][0]["task"]
-    assert [s["batch"] for s in scheduled] == [0, 1, 2, 3, 4]
+    # every measured batch is the batch of the task scheduled just before it
+    flow = [e for e in session.events if e.kind in ("scheduled", "measured")]
+    for before, event in pairwise(flow):
+        if event.kind == "measured":
+            assert before.kind == "scheduled"
+            assert before["pick"] == event["task_index"]
+            assert before["pick_name"] == event.task == event["trials"][0]["task"]
+    assert [s["batch"] for s in scheduled] == list(range(len(scheduled)))
     first, forced = scheduled[0], scheduled[1]
     assert (first["pick"], first["reason"], first["forced"]) == (0, "round-robin warm-up", False)
     assert (forced["pick"], forced["reason"], forced["forced"]) == (3, "forced by user", True)
     assert forced["trials"] == [2, 0, 0, 0] and forced["done"] == [False] * 4
     # the warm-up goes on after the forced pick: tasks 1, 2, 3
-    assert [s["pick"] for s in scheduled[2:]] == [1, 2, 3]
+    assert [s["pick"] for s in scheduled[2:5]] == [1, 2, 3]
 
 
 def test_every_task_in_the_stock_database(tuned: Any) -> None:
@@ -78,9 +81,9 @@ def test_every_task_in_the_stock_database(tuned: Any) -> None:
         records = db.get_all_tuning_records()
         per_task[task.name] = sum(
             1 for r in records if tvm_ffi_equal(r.workload.mod, task.workload.mod))
-    assert per_task == {"softmax": 2, "fused_matmul2_add1": 2, "fused_matmul1_add_relu": 2,
-                        "fused_matmul_add_relu": 4}
-    assert session.trials_done == 10
+    assert set(per_task) == {t.name for t in session.tasks} and min(per_task.values()) >= 1
+    assert per_task["softmax"] <= 2  # its budget, set while paused
+    assert sum(per_task.values()) == session.trials_done == 10
     assert session.trials.groupby("task").size().to_dict() == per_task
 
 
@@ -114,8 +117,10 @@ def test_resume_continues_every_task(tuned: Any) -> None:
     again.start()
     assert again.wait(900) == "finished"
     scheduled = again.events.of_kind("scheduled")
-    assert len(scheduled) == 2 and scheduled[0]["batch"] == 5
-    assert scheduled[0]["trials"] == [2, 2, 2, 4]  # what the work dir held
+    # the global batch number continues (one per measured batch of the first session)
+    assert scheduled[0]["batch"] == len(session.events.of_kind("measured"))
+    held = session.trials.groupby("task").size().to_dict()
+    assert scheduled[0]["trials"] == [held[t.name] for t in session.tasks]  # the work dir
     # no second warm-up: every task has its best-latency history back
     assert {s["reason"] for s in scheduled} <= {"largest gradient",
                                                 "all gradients equal: random pick"}
