@@ -137,6 +137,9 @@ class Session:
             self.tasks = self.model.extract_tasks(self.target)
             self.workload = self.tasks[0].workload
         else:
+            if params is not None or spec is not None:
+                raise TypeError("params= and spec= belong to a model (a Relax IRModule, an "
+                                "nn.Module), not to a single PrimFunc workload")
             self.workload = resolve(workload)
             self.tasks = [models.ModelTask(0, self.workload.name, 1, self.workload)]
         #: The model's (or the workload's) name: the task of session-level events.
