@@ -21,7 +21,8 @@ from msviz.records import row as trial_row
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import read_sidecar
 
-__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir", "tasks_frame"]
+__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir",
+           "tasks_frame"]
 
 @dataclass
 class Trial:
