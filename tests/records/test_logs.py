@@ -1,4 +1,5 @@
 """MetaSchedule's log files: the task-scheduler table (N/A cells, totals) and per-task logs."""
+# ruff: noqa: E501  (the log lines are as MetaSchedule prints them)
 
 from __future__ import annotations
 
