@@ -266,3 +266,10 @@ def quiet_ipython_printing() -> None:
     tvm_ffi.register_global_func(
         "s_tir.meta_schedule.using_ipython", lambda: False, override=True
     )
+
+
+def parse_script(text: str) -> Any:
+    """An IRModule (or PrimFunc) from TVMScript text, such as a log's printed workload."""
+    import tvm as _tvm
+
+    return _tvm.script.from_source(text)

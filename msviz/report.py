@@ -61,7 +61,39 @@ def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None
     return f'<table class="msviz"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def render_report(run: Run | str | Path, *, title: str | None = None) -> str:
+def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str]:
+    """The model: the per-task table, the estimated model latency and trials per task over the
+    run, and the end-to-end result when there is one."""
+    import plotly.io as pio
+
+    from msviz.views import tasks as model_views
+    from msviz.widgets.tasks_view import end_to_end_html
+
+    info = model_views.tasks_info(run.tasks, run.trials)
+    frame = info.frame.drop(columns=["Gradient", "Next"])
+    frame["Done"] = ["Y" if v else "" for v in frame["Done"]]
+    frame["FLOP"] = [f"{v:,.0f}" if v == v else "?" for v in frame["FLOP"]]
+    total = ("unknown until every task has a successful trial" if info.total_latency_us is None
+             else f"{info.total_latency_us:.4f}")
+    parts = ['<h2 id="model">Model</h2>',
+             f'<p class="note">{len(frame)} tasks; estimated model latency (sum of weight x '
+             f"best latency): {html.escape(total)} µs"
+             + ("" if getattr(run, "total_latency_us", None) is None else
+                f"; MetaSchedule's log says {run.total_latency_us:.4f} µs") + ".</p>",
+             _table(frame, text_columns=("Name",))]
+    latency = model_views.model_latency_info(run.tasks, run.trials, end_to_end)
+    for fig in (model_views.model_latency_figure(latency),
+                model_views.task_trials_figure(latency)):
+        fig.update_layout(template="plotly_white")
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
+        plotly_js = False
+    if latency.end_to_end is not None:
+        parts.append(end_to_end_html(latency.end_to_end))
+    return parts
+
+
+def render_report(run: Run | str | Path, *, title: str | None = None,
+                  end_to_end: Any = None) -> str:
     """The HTML text of a run's report.
 
     Parameters
@@ -70,6 +102,9 @@ def render_report(run: Run | str | Path, *, title: str | None = None) -> str:
         A run, or a work dir to open.
     title : str, optional
         Heading of the page (default: the work dir).
+    end_to_end : Event | dict, optional
+        A model's ``end_to_end`` event (untuned vs tuned latency, match, fallback tasks),
+        shown in the model section.
     """
     import plotly.io as pio
 
@@ -85,6 +120,9 @@ def render_report(run: Run | str | Path, *, title: str | None = None) -> str:
     ]
     info = best_so_far_info(run.trials)
     plotly_js: bool | str = True
+    if len(run.tasks) > 1 or end_to_end is not None:  # a model: its section comes first
+        parts += _model_section(run, end_to_end, plotly_js)
+        plotly_js = False
     for _, task in run.tasks.iterrows():
         name = str(task["task"])
         parts.append(f"<h2>Task {html.escape(name)}</h2>")
@@ -129,9 +167,10 @@ def _best_section(run: Run, task: str) -> str:
     )
 
 
-def write_report(run: Run | str | Path, path: str | Path, *, title: str | None = None) -> Path:
+def write_report(run: Run | str | Path, path: str | Path, *, title: str | None = None,
+                 end_to_end: Any = None) -> Path:
     """Write :func:`render_report` to ``path`` and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(run, title=title), encoding="utf-8")
+    path.write_text(render_report(run, title=title, end_to_end=end_to_end), encoding="utf-8")
     return path

@@ -65,3 +65,73 @@ def timing_out_builder() -> object:
     builder = compat.ms.builder.LocalBuilder(timeout_sec=30, f_build=compat.fast_build)
     builder.timeout_sec = 0.001
     return builder
+
+
+#: Task names of :func:`tune_stock_model`'s model, in task-table order; ``matmul1`` and
+#: ``matmul`` are different tasks with the same FLOP count (16,384), and
+#: ``fused_matmul2_add_relu`` has weight 2.
+MODEL_TASKS = ("fused_matmul3_add1", "fused_matmul2_add_relu", "matmul1", "matmul")
+
+
+def tune_stock_model(work_dir: Path, *, trials_per_task: int = 3, seed: int = 1,
+                     builder: object = None) -> Path:
+    """Run stock ``tune_relax`` on a 5-layer MLP of 4 tasks (as ``compile_relax`` lowers it)."""
+    import numpy as np
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend import nn
+
+    from msviz import compat
+
+    ms = compat.ms
+    compat.quiet_ipython_printing()
+    tvm_logger = logging.getLogger(ms.logging.__name__.rsplit(".", 1)[0])
+    for handler in [h for h in tvm_logger.handlers if h.get_name() is None]:
+        tvm_logger.removeHandler(handler)
+
+    class MLP(nn.Module):
+        def __init__(self) -> None:
+            self.up = nn.Linear(64, 128, bias=False)  # matmul: 2*64*128 FLOP
+            self.down = nn.Linear(128, 64, bias=False)  # matmul1: the same FLOP count
+            self.fc1 = nn.Linear(64, 64)
+            self.fc2 = nn.Linear(64, 64)  # the same task as fc1: weight 2
+            self.out = nn.Linear(64, 10)
+
+        def forward(self, x: nn.Tensor) -> nn.Tensor:
+            h = self.down(self.up(x))
+            h = nn.op.relu(self.fc1(h))
+            return self.out(nn.op.relu(self.fc2(h)))
+
+    mod, spec = MLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 64), "float32")}})
+    rng = np.random.default_rng(seed)
+    params = {name: tvm.runtime.tensor(
+        (0.1 * rng.standard_normal([int(s) for s in p.shape])).astype("float32"))
+        for name, p in spec}
+    bound = relax.transform.BindParams("forward", params)(mod)
+    lowered = tvm.transform.Sequential([
+        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR(),
+    ])(bound)
+    ms.relax_integration.tune_relax(
+        lowered, None, compat.make_target("llvm"), str(work_dir),
+        max_trials_global=trials_per_task * len(MODEL_TASKS),
+        max_trials_per_task=trials_per_task, num_trials_per_iter=trials_per_task,
+        builder=builder or compat.local_builder(),
+        runner=ms.runner.LocalRunner(
+            evaluator_config=ms.runner.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)),
+        strategy=ms.search_strategy.EvolutionarySearch(
+            population_size=16, init_min_unmeasured=8, genetic_num_iters=1),
+        task_scheduler=ms.task_scheduler.GradientBased(alpha=0.2, window_size=3, seed=7),
+        seed=seed,
+    )
+    return work_dir
+
+
+@pytest.fixture(scope="session")
+def stock_model_work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A work dir of stock ``tune_relax`` on a 4-task model: first a run whose every build
+    times out (1 failed trial per task, its error text in each task's log), then a run of
+    3 trials per task (whose task table is the log's last)."""
+    work_dir = tmp_path_factory.mktemp("stock_model") / "mlp"
+    tune_stock_model(work_dir, trials_per_task=1, seed=2, builder=timing_out_builder())
+    return tune_stock_model(work_dir)

@@ -61,3 +61,26 @@ def test_cli_show(stock_work_dirs: dict[str, Path], capsys: pytest.CaptureFixtur
     trials = msviz.open(stock_work_dirs["SFM"]).trials
     failed = int((trials["status"] != "ok").sum())
     assert "Speed (GFLOPS)" in out and f"{len(trials)} trials, {failed} failed" in out
+
+
+def test_report_model_section(stock_model_work_dir: Path) -> None:
+    from tests.conftest import MODEL_TASKS
+
+    run = msviz.open(stock_model_work_dir)
+    e2e = {"untuned_us": 80.0, "tuned_us": 20.0, "match": True, "max_abs_diff": 0.0,
+           "fallback": ["matmul"], "error": None}
+    text = render_report(run, end_to_end=e2e)
+    model = text[text.index('<h2 id="model">'):text.index("<h2>Task ")]
+    total = sum(run.tasks["weighted_latency_us"])
+    assert f"estimated model latency (sum of weight x best latency): {total:.4f}" in model
+    assert f"MetaSchedule's log says {run.total_latency_us:.4f}" in model
+    rows = re.findall(r"<tr><td>(\d)</td><td class=\"text\">([\w]+)</td><td>([\d,]+)</td>"
+                      r"<td>(\d)</td>", model)
+    assert rows == [(str(i), name, f"{int(flop):,}", str(int(weight))) for i, name, flop, weight
+                    in zip(range(4), MODEL_TASKS, run.tasks["flop"], run.tasks["weight"],
+                           strict=True)]
+    assert "Estimated model latency" in model and "Trials per task" in model
+    assert "untuned 80.000 µs" in model and "speed-up 4.00x" in model and "matmul" in model
+    assert text.count("plotly.js v") == 1
+    plain = render_report(stock_model_work_dir)  # no end-to-end result: no such line
+    assert '<h2 id="model">' in plain and "End to end" not in plain

@@ -55,10 +55,14 @@ class LiveRun(Run):
             self._workloads, self._records = base._workloads, base._records
             self._task_names, self._flops = dict(base._task_names), dict(base._flops)
             self._weights = dict(base._weights)
+            self._task_ids, self._done = dict(base._task_ids), dict(base._done)
+            self.task_table, self.total_latency_us = base.task_table, base.total_latency_us
             frame = base.trials
         else:
             self._workloads, self._records = [], db_files.RecordColumns([], [], [], [], [])
             self._task_names, self._flops, self._weights = {}, {}, {}
+            self._task_ids, self._done = {}, {}
+            self.task_table, self.total_latency_us = None, None
             frame = trial_row.trials_frame({c: [] for c in ALL_COLUMNS})
         self._frame: pd.DataFrame = frame
         self._pending: dict[str, list] = {c: [] for c in ALL_COLUMNS}
@@ -71,6 +75,7 @@ class LiveRun(Run):
         # where to go on reading line offsets: (byte offset, the line that starts there)
         self._scan = (records.offset[-1], records.line[-1]) if records.line else (0, 1)
         self._tasks: tuple[int, pd.DataFrame] | None = None
+        self._model_tasks: dict[str, dict] = {}  # by task name, from the last "tasks" event
 
     # -- tables ---------------------------------------------------------------------------------
 
@@ -94,7 +99,17 @@ class LiveRun(Run):
             if self._tasks is None or self._tasks[0] != self._size:
                 names = {**self._task_names}
                 flops = {**self._flops}
-                self._tasks = (self._size, tasks_frame(self.trials, names, flops, self._weights))
+                weights, task_ids = {**self._weights}, {**self._task_ids}
+                trials = self.trials
+                for w, name in zip(trials["workload"], trials["task"]):  # a model's tasks
+                    entry = self._model_tasks.get(str(name))
+                    if entry is not None and int(w) not in task_ids:
+                        task_ids[int(w)] = int(entry["index"])
+                        weights.setdefault(int(w), float(entry["weight"]))
+                        if entry.get("flop") is not None:
+                            flops.setdefault(int(w), float(entry["flop"]))
+                self._tasks = (self._size, tasks_frame(trials, names, flops, weights,
+                                                       task_ids=task_ids, done=self._done))
             return self._tasks[1].copy(deep=False)
 
     def __len__(self) -> int:
@@ -117,6 +132,10 @@ class LiveRun(Run):
         if kind == "started":
             if event.get("flop") is not None:
                 self._flop = float(event["flop"])
+        elif kind == "tasks":  # a model's tasks: their IDs, weights and FLOPs
+            with self._lock:
+                self._model_tasks = {str(t["name"]): dict(t) for t in event.get("tasks") or ()}
+                self._tasks = None
         elif kind == "picked":
             self._generation = event.get("generation")
         elif kind == "measured":

@@ -11,7 +11,18 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["LogTask", "LogTrial", "read_task_logs", "read_task_table"]
+__all__ = [
+    "LogTask",
+    "LogTrial",
+    "TaskLog",
+    "TaskTable",
+    "read_scheduler_table",
+    "read_task_log_files",
+    "read_task_logs",
+    "read_task_table",
+    "read_task_trials",
+    "read_task_workload_script",
+]
 
 _TRIAL_LINE = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\S* \[\w+\] \[[^\]]*\] "
@@ -20,7 +31,16 @@ _TRIAL_LINE = re.compile(
 )
 _ROW = re.compile(
     r"^\s*(?P<id>\d+) \|\s*(?P<name>.+?) \|\s*(?P<flop>\d+) \|\s*(?P<weight>[\d.]+) \|"
-    r"[^|]*\|[^|]*\|[^|]*\|\s*(?P<trials>\d+) \|"
+    r"(?P<speed>[^|]*)\|(?P<latency>[^|]*)\|(?P<weighted>[^|]*)\|\s*(?P<trials>\d+) \|"
+    r"(?P<done>[^|]*)$"
+)
+_HEADER = re.compile(r"^\s*ID \|\s*Name \|")
+_TOTAL_TRIALS = re.compile(r"^Total trials: (\d+)\s*$")
+_TOTAL_LATENCY = re.compile(r"^Total latency \(us\): (\S+)\s*$")
+#: The workload a per-task log prints first: from its ``# from tvm.script`` header up to the
+#: next time-stamped line.
+_WORKLOAD_SCRIPT = re.compile(
+    r"^# from tvm\.script.*?(?=^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|\Z)", re.MULTILINE | re.DOTALL
 )
 #: Where a failed trial's error text ends: a time-stamped line or the printed schedule.
 _BODY_END = re.compile(
@@ -37,6 +57,26 @@ class LogTask(NamedTuple):
     flop: float
     weight: float
     trials: int
+    speed_gflops: float | None = None  # None where the table prints "N/A"
+    latency_us: float | None = None
+    weighted_latency_us: float | None = None
+    done: bool = False
+
+
+class TaskTable(NamedTuple):
+    """The last task table of the task-scheduler log and the totals printed under it."""
+
+    rows: list[LogTask]
+    total_trials: int | None
+    total_latency_us: float | None
+
+
+class TaskLog(NamedTuple):
+    """A per-task log file: the task id and name its file name gives, and its path."""
+
+    id: int
+    name: str
+    path: Path
 
 
 class LogTrial(NamedTuple):
@@ -48,16 +88,30 @@ class LogTrial(NamedTuple):
     error: str | None
 
 
-def read_task_table(logs_dir: Path) -> list[LogTask]:
-    """The last task table in the task-scheduler log, or [] if there is none."""
+def _number(cell: str) -> float | None:
+    cell = cell.strip()
+    try:
+        return float(cell)
+    except ValueError:  # "N/A": the task has no valid measurement yet
+        return None
+
+
+def read_scheduler_table(logs_dir: Path) -> TaskTable:
+    """The last task table in the task-scheduler log with its totals (empty if none).
+
+    MetaSchedule prints the table (``ID | Name | FLOP | Weight | Speed (GFLOPS) | Latency (us)
+    | Weighted Latency (us) | Trials | Done``) after every batch, then ``Total trials: n`` and
+    ``Total latency (us): x``; the last complete one is the state at the end of the run.
+    """
     files = sorted(logs_dir.glob("*task_scheduler.log"))
     if not files:
-        return []
-    table: list[LogTask] = []
+        return TaskTable([], None, None)
+    table = TaskTable([], None, None)
     current: list[LogTask] = []
+    trials: int | None = None
     for text in files[0].read_text(errors="replace").splitlines():
-        if text.lstrip().startswith("ID | Name"):
-            current = []
+        if _HEADER.match(text):
+            current, trials = [], None
             continue
         match = _ROW.match(text)
         if match:
@@ -68,24 +122,58 @@ def read_task_table(logs_dir: Path) -> list[LogTask]:
                     float(match["flop"]),
                     float(match["weight"]),
                     int(match["trials"]),
+                    _number(match["speed"]),
+                    _number(match["latency"]),
+                    _number(match["weighted"]),
+                    match["done"].strip() == "Y",
                 )
             )
-            table = current
+            table = TaskTable(current, None, None)
+            continue
+        total = _TOTAL_TRIALS.match(text)
+        if total and current:
+            trials = int(total.group(1))
+            continue
+        latency = _TOTAL_LATENCY.match(text)
+        if latency and current:
+            table = TaskTable(current, trials, _number(latency.group(1)))
     return table
+
+
+def read_task_table(logs_dir: Path) -> list[LogTask]:
+    """The last task table in the task-scheduler log, or [] if there is none."""
+    return read_scheduler_table(logs_dir).rows
+
+
+def read_task_log_files(logs_dir: Path) -> dict[int, TaskLog]:
+    """Per task id: the per-task log file, named ``<ns>.task_<i>_<name>.log`` by MetaSchedule.
+
+    The file name is what ties a log to its task: two tasks can share a FLOP count, never a
+    name (``extract_tasks`` makes names unique: ``matmul``, ``matmul1``...).
+    """
+    out: dict[int, TaskLog] = {}
+    for path in sorted(logs_dir.glob("*.log")):
+        match = _TASK_FILE.search(path.name)
+        if match:
+            out[int(match.group(1))] = TaskLog(int(match.group(1)), match.group(2), path)
+    return out
+
+
+def read_task_workload_script(path: Path) -> str | None:
+    """The TVMScript of the task's workload, as the log prints it first ("Initializing Task")."""
+    with open(path, errors="replace") as f:
+        head = f.read(1 << 20)  # the workload comes first; a huge log need not be read whole
+    match = _WORKLOAD_SCRIPT.search(head)
+    return match.group(0) if match else None
 
 
 def read_task_logs(logs_dir: Path) -> dict[int, tuple[str, list[LogTrial]]]:
     """Per task id: its name and its trial entries in log order."""
-    out: dict[int, tuple[str, list[LogTrial]]] = {}
-    for path in sorted(logs_dir.glob("*.log")):
-        match = _TASK_FILE.search(path.name)
-        if not match:
-            continue
-        out[int(match.group(1))] = (match.group(2), _read_trials(path))
-    return out
+    return {i: (log.name, read_task_trials(log.path))
+            for i, log in read_task_log_files(logs_dir).items()}
 
 
-def _read_trials(path: Path) -> list[LogTrial]:
+def read_task_trials(path: Path) -> list[LogTrial]:
     """The ``Trial #n`` entries of a task log. A failed trial's error text is the lines after
     its head, up to the next time-stamped line or the ``# from tvm.script`` dump."""
     text = path.read_text(errors="replace")

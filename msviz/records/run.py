@@ -21,7 +21,8 @@ from msviz.records import row as trial_row
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import read_sidecar
 
-__all__ = ["TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir", "tasks_frame"]
+__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir",
+           "tasks_frame"]
 
 @dataclass
 class Trial:
@@ -133,7 +134,8 @@ class Run:
             )
             self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
             self.trials = self._build_trials()
-            self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights)
+            self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
+                                     task_ids=self._task_ids, done=self._done)
 
     def _check_layout(self) -> None:
         wd = self.work_dir
@@ -171,21 +173,50 @@ class Run:
         return sorted(set(self._records.workload))
 
     def _read_logs(self) -> tuple[dict[int, str], dict[int, float], dict[int, float], dict]:
+        """Names, FLOPs, weights and log entries per workload.
+
+        A per-task log is tied to its workload by the log file's task name and the workload it
+        prints first (its structural hash is the workload's key in the database); FLOP counts
+        tie only what that leaves over (two tasks can share a FLOP count: ``matmul`` and
+        ``matmul1`` of a model, say).
+        """
         from msviz.workloads import flop_count
 
         used = self._used_workloads()
         flops = {w: flop_count(self.workload_mod(w)) for w in used}
         logs_dir = self.work_dir / "logs"
-        table = log_files.read_task_table(logs_dir) if logs_dir.is_dir() else []
-        per_task = log_files.read_task_logs(logs_dir) if logs_dir.is_dir() else {}
+        scheduler = (log_files.read_scheduler_table(logs_dir) if logs_dir.is_dir()
+                     else log_files.TaskTable([], None, None))
+        table = scheduler.rows
+        files = log_files.read_task_log_files(logs_dir) if logs_dir.is_dir() else {}
+        self.task_table = pd.DataFrame([t._asdict() for t in table], columns=LOG_TASK_COLUMNS)
+        self.total_latency_us = scheduler.total_latency_us
+        by_id = {t.id: t for t in table}
         names: dict[int, str] = {}
         weights: dict[int, float] = {}
         log_trials: dict[int, list[log_files.LogTrial]] = {}
-        unmatched = list(table)
-        if not table and len(used) == 1 and len(per_task) == 1:
-            (task_id, (name, _)), = per_task.items()
-            unmatched = [log_files.LogTask(task_id, name, flops[used[0]], 1.0, 0)]
-        for w in used:  # match workloads to log tasks by FLOP count, in order
+        self._task_ids: dict[int, int] = {}
+        self._done: dict[int, bool] = {}
+
+        def tie(w: int, task_id: int, name: str, weight: float | None) -> None:
+            names[w], self._task_ids[w] = name, task_id
+            if weight is not None:
+                weights[w] = weight
+            if task_id in by_id:
+                self._done[w] = by_id[task_id].done
+            if task_id in files:
+                log_trials[w] = log_files.read_task_trials(files[task_id].path)
+
+        for task_id, w in self._tie_logs_by_name(files, set(used)).items():
+            row = by_id.get(task_id)
+            tie(w, task_id, row.name if row else files[task_id].name, row.weight if row else None)
+        unmatched = [t for t in table if t.id not in self._task_ids.values()]
+        if not table and len(used) == 1 and len(files) == 1 and used[0] not in names:
+            (log,) = files.values()
+            unmatched = [log_files.LogTask(log.id, log.name, flops[used[0]], 1.0, 0)]
+        for w in used:  # what the names left over: by FLOP count, in order
+            if w in names:
+                continue
             hit = next(
                 (t for t in unmatched if len(used) == 1 or math.isclose(t.flop, flops[w])), None
             )
@@ -193,10 +224,30 @@ class Run:
                 names[w] = "main" if len(used) == 1 else f"workload_{w}"
                 continue
             unmatched.remove(hit)
-            names[w], weights[w] = hit.name, hit.weight
-            if hit.id in per_task:
-                log_trials[w] = per_task[hit.id][1]
+            tie(w, hit.id, hit.name, hit.weight)
         return names, flops, weights, log_trials
+
+    def _tie_logs_by_name(self, files: dict[int, log_files.TaskLog], used: set[int]
+                          ) -> dict[int, int]:
+        """Task id -> workload, for the per-task logs whose printed workload is in the
+        database (MetaSchedule's per-task logs start with it; msviz's may not)."""
+        if not files:
+            return {}
+        by_hash = {entry.shash: w for w, entry in enumerate(self._workloads)
+                   if entry is not None and w in used}
+        out: dict[int, int] = {}
+        for task_id, log in files.items():
+            script = log_files.read_task_workload_script(log.path)
+            if script is None:
+                continue
+            try:
+                shash = str(compat.structural_hash(compat.parse_script(script)))
+            except Exception:  # a log printed by another TVM version: tie it by FLOP instead
+                continue
+            w = by_hash.get(shash)
+            if w is not None and w not in out.values():
+                out[task_id] = w
+        return out
 
     # -- tables ---------------------------------------------------------------------------------
 
@@ -326,29 +377,50 @@ class Run:
 
 #: The columns of :attr:`Run.tasks`, in order.
 TASK_COLUMNS = ["task", "flop", "weight", "best_latency_us", "best_gflops", "trials", "failed",
-                "best_trial", "workload"]
+                "best_trial", "workload", "index", "weighted_latency_us", "done"]
+#: The columns of :attr:`Run.task_table` (the task table MetaSchedule logged last).
+LOG_TASK_COLUMNS = list(log_files.LogTask._fields)
 
 
 def tasks_frame(trials: pd.DataFrame, names: dict[int, str], flops: dict[int, float],
-                weights: dict[int, float]) -> pd.DataFrame:
-    """The per-task table (MetaSchedule's task table) of a trials frame, one row per workload."""
+                weights: dict[int, float], *, task_ids: dict[int, int] | None = None,
+                done: dict[int, bool] | None = None) -> pd.DataFrame:
+    """The per-task table (MetaSchedule's task table) of a trials frame, one row per workload.
+
+    ``index`` is the task's ID in MetaSchedule's task table (from the logs; else the order of
+    first appearance), rows are in that order; ``weighted_latency_us`` is weight x best
+    latency (weight 1 when unknown); ``done`` is the logged Done flag (None: not logged).
+    """
+    task_ids, done = task_ids or {}, done or {}
     rows = []
     for w, mine in trials.groupby("workload", sort=True):
         ok = mine["latency_us"].dropna()
         best = int(ok.idxmin()) if len(ok) else None
+        weight = weights.get(int(w), math.nan)
+        best_us = math.nan if best is None else float(trials.at[best, "latency_us"])
         rows.append(
             {
                 "task": names.get(int(w), str(mine["task"].iloc[0])),
                 "flop": flops.get(int(w), math.nan),
-                "weight": weights.get(int(w), math.nan),
-                "best_latency_us": math.nan if best is None else trials.at[best, "latency_us"],
+                "weight": weight,
+                "best_latency_us": best_us,
                 "best_gflops": math.nan if best is None else trials.at[best, "gflops"],
                 "trials": len(mine),
                 "failed": int((mine["status"] != "ok").sum()),
                 "best_trial": best,
                 "workload": int(w),
+                "index": task_ids.get(int(w)),
+                "weighted_latency_us": best_us * (1.0 if weight != weight else weight),
+                "done": done.get(int(w)),
             }
         )
+    # tasks without a logged ID follow the logged ones, in workload order
+    known = {r["index"] for r in rows if r["index"] is not None}
+    spare = (i for i in range(len(rows) + len(known)) if i not in known)
+    for row in rows:
+        if row["index"] is None:
+            row["index"] = next(spare)
+    rows.sort(key=lambda r: r["index"])
     return pd.DataFrame(rows, columns=TASK_COLUMNS)
 
 

@@ -16,9 +16,11 @@ TEMPLATE = "plotly_white"
 
 
 class Selection(traitlets.HasTraits):
-    """The trial selected anywhere in a dashboard (-1: none). Views link to this one object."""
+    """The trial selected anywhere in a dashboard (-1: none), and the task every tab focuses
+    on ("": all tasks). Views link to this one object."""
 
     trial = traitlets.Int(-1)
+    task = traitlets.Unicode("")
 
 
 def code_html(text: str, language: str = "python", *, max_height: str = "480px") -> str:

@@ -21,12 +21,15 @@ from msviz.widgets.design_space_view import DesignSpaceView
 from msviz.widgets.evolution_view import EvolutionView
 from msviz.widgets.plots import PlotPanel
 from msviz.widgets.rules_editor import RulesEditor
+from msviz.widgets.tasks_view import TasksView, model_events
 from msviz.widgets.trace_view import TraceView
 from msviz.widgets.trial_table import TrialTable
 
 __all__ = ["Dashboard"]
 
 _REFRESH_KINDS = {"measured", "remeasured", "finished", "stopped", "failed", "started"}
+#: Events that change the Tasks tab (a model's tasks, the scheduler's picks, end to end).
+_MODEL_KINDS = {"tasks", "scheduled", "task_done", "end_to_end", "measured", "remeasured"}
 #: Which buttons each session state enables.
 _ENABLED = {
     "idle": {"start", "step_batch", "step_generation", "stop"},
@@ -104,6 +107,12 @@ class Dashboard(W.VBox):
         self.trace_view = TraceView(self.get_trial, selection=self.selection, target=target,
                                     on_measure=on_measure)
         self.code_view = CodeView(self.get_trial, selection=self.selection, target=target)
+        # the Tasks tab shows whenever the source has more than one task (a live session's
+        # tab appears with its first "tasks" event of 2+ tasks)
+        self.tasks_view = TasksView(selection=self.selection)
+        self._tasks_stale = False
+        self._model = model_events(self.session.events.snapshot() if self.session else ())
+        self.selection.observe(self._on_task_focus, names="task")
         children = [("Trials", W.VBox([self.triage, self.table])), ("Plots", self.plots),
                     ("Trace", self.trace_view),
                     ("Code", self.code_view)]
@@ -115,6 +124,9 @@ class Dashboard(W.VBox):
             self.rules_editor = RulesEditor(self.session.rules, on_apply=self._apply_rules)
             children += [("Evolution", self.evolution), ("Design spaces", self.spaces),
                          ("Rules", self.rules_editor)]
+        if self._task_count() > 1:
+            children.insert(1, ("Tasks", self.tasks_view))
+            self._tasks_stale = True
         self.tabs = W.Tab(children=[c for _, c in children])
         self.tabs.titles = [t for t, _ in children]
         self.tabs.observe(self._on_tab, names="selected_index")
@@ -132,6 +144,7 @@ class Dashboard(W.VBox):
             self.adapter.add_handler(self.on_events)
         self._refresh(full=True)
         self._plots_stale = False  # the plots were just drawn from these same trials
+        self._update_tasks()
 
     # -- data ------------------------------------------------------------------------------------
 
@@ -182,7 +195,7 @@ class Dashboard(W.VBox):
 
     def _apply_rules(self, rules: Any) -> Any:
         result = self.session.set_rules(rules)
-        if self.spaces is not None and self.tabs.selected_index == 5:
+        if self.spaces is not None and self._showing(self.spaces):
             self.spaces.show_rules(rules)
         return result
 
@@ -191,6 +204,8 @@ class Dashboard(W.VBox):
             self._update_plots()
         if self.tabs.children[change["new"]] is self.evolution:
             self._update_evolution()
+        if self.tabs.children[change["new"]] is self.tasks_view:
+            self._update_tasks()
         if self.spaces is not None and self.tabs.children[change["new"]] is self.spaces \
                 and not self.spaces.info.spaces:
             self.spaces.show_rules(self.session.rules)
@@ -206,6 +221,8 @@ class Dashboard(W.VBox):
             self._final_state = finals[-1]
         self._refresh(full=bool(kinds & _REFRESH_KINDS), failed=[
             e for e in events if e.kind == "failed"])
+        if kinds & _MODEL_KINDS:
+            self._take_model_events(events)
         if self.evolution is not None and kinds & {"initial_population", "generation",
                                                    "picked", "measured"}:
             self._evolution_stale = True
@@ -271,7 +288,71 @@ class Dashboard(W.VBox):
     def _update_plots(self) -> None:
         if self._plots_stale:
             self._plots_stale = False
-            self.plots.update(self._trials(), self._tasks())
+            trials, tasks = self._trials(), self._tasks()
+            focus = self.selection.task
+            if focus:  # the task chosen in the Tasks tab
+                trials = trials[trials["task"] == focus]
+                tasks = tasks[tasks["task"] == focus] if tasks is not None else None
+            self.plots.update(trials, tasks)
+
+    # -- the Tasks tab (a model) -----------------------------------------------------------------
+
+    def _task_count(self) -> int:
+        """How many tasks the source has: its ``tasks`` event, else its records."""
+        if self._model["tasks"] is not None:
+            return len(self._model["tasks"].get("tasks") or ())
+        if self._run is not None:
+            return len(self._run.tasks)
+        return 0
+
+    def _take_model_events(self, events: list) -> None:
+        found = model_events(events)
+        for kind in ("tasks", "scheduled", "end_to_end"):
+            if found[kind] is not None:
+                self._model[kind] = found[kind]
+        self._model["done"] |= found["done"]
+        if self._task_count() > 1 and self.tasks_view not in self.tabs.children:
+            # a model session's tasks arrived: the tab goes second, the selected tab stays
+            shown = self.tabs.children[self.tabs.selected_index or 0]
+            children = list(self.tabs.children)
+            titles = list(self.tabs.titles)
+            children.insert(1, self.tasks_view)
+            titles.insert(1, "Tasks")
+            with self.tabs.hold_trait_notifications():
+                self.tabs.children = children
+                self.tabs.titles = titles
+                self.tabs.selected_index = children.index(shown)
+        self._tasks_stale = True
+        if self._showing(self.tasks_view):
+            self._update_tasks()
+
+    def _update_tasks(self) -> None:
+        if not self._tasks_stale:
+            return
+        self._tasks_stale = False
+        model = self._model
+        tasks = model["tasks"] if model["tasks"] is not None else self._tasks()
+        if tasks is None:
+            return
+        self.tasks_view.update(tasks, self._trials(), scheduled=model["scheduled"],
+                               end_to_end=model["end_to_end"], done=model["done"])
+
+    def _on_task_focus(self, change: dict) -> None:
+        """Focus every tab on the chosen task: the trials table filtered to it, its plots,
+        and the trace and code of its best trial."""
+        task = change["new"]
+        filters = {k: v for k, v in self.table.filters.items() if k != "task"}
+        if task:
+            filters["task"] = task
+        self.table.filters = filters
+        self._plots_stale = True
+        if self._showing(self.plots):
+            self._update_plots()
+        if task:
+            trials = self._trials()
+            mine = trials[(trials["task"] == task) & trials["latency_us"].notna()]
+            if len(mine):
+                self.selection.trial = int(mine.loc[mine["latency_us"].idxmin(), "trial"])
 
     def _refresh_state(self, *, failed: list | None = None) -> None:
         trials = self._trials()

@@ -1,0 +1,325 @@
+"""The model view: MetaSchedule's per-task table with the scheduler's gradients, the estimated
+model latency over the run, trials per task, and the end-to-end check.
+
+A model's tasks come from the session's ``tasks`` event (a list of dicts: ``index``, ``name``,
+``flop``, ``weight``, ...) or from ``Run.tasks`` (a finished work dir); the numbers come from
+the trials table, the gradients and the next pick from the scheduler's last ``scheduled``
+event, the end-to-end result from an ``end_to_end`` event.
+
+The estimated model latency is MetaSchedule's "Total latency": the sum over tasks of
+weight x best latency. It is **unknown until every task has a successful trial**: a task
+without one has no latency to add, and leaving it out would make the model look faster than
+any build of it can be. ``ModelLatencyInfo.known_from`` says from which trial it is known.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from msviz.errors import MsvizWarning
+from msviz.views.common import note_figure
+from msviz.views.history import seconds_since_first
+
+__all__ = [
+    "TASK_TABLE_COLUMNS",
+    "EndToEndInfo",
+    "ModelLatencyInfo",
+    "TaskTrials",
+    "TasksInfo",
+    "end_to_end_info",
+    "model_latency_figure",
+    "model_latency_info",
+    "task_trials_figure",
+    "tasks_info",
+]
+
+#: The columns of :attr:`TasksInfo.frame` (index: ``ID``), MetaSchedule's table plus the
+#: scheduler's view of each task.
+TASK_TABLE_COLUMNS = ["Name", "FLOP", "Weight", "Speed (GFLOPS)", "Latency (us)",
+                      "Weighted Latency (us)", "Trials", "Done", "Gradient", "Next"]
+
+_LAYOUT = {"height": 340, "margin": {"l": 60, "r": 20, "t": 50, "b": 45}}
+
+
+class TasksInfo(NamedTuple):
+    """The per-task table and what the scheduler said last."""
+
+    frame: pd.DataFrame  # TASK_TABLE_COLUMNS, index "ID"
+    next_pick: int | None  # the task the last ``scheduled`` event picked
+    scheduler: str | None  # "gradient" | "round-robin"
+    reason: str | None  # why it picked that task
+    total_latency_us: float | None  # sum of weighted latencies; None until every task has one
+
+
+class TaskTrials(NamedTuple):
+    """One task's running trial count against the run's trial number and wall time."""
+
+    name: str
+    trial: tuple[int, ...]  # the run's 0-based trial number of each of the task's trials
+    seconds: tuple[float, ...]  # wall time since the run's first trial (NaN if unknown)
+    count: tuple[int, ...]  # 1, 2, 3...
+
+
+class EndToEndInfo(NamedTuple):
+    """The compiled model run untuned and tuned on the same random inputs."""
+
+    untuned_us: float | None
+    tuned_us: float | None
+    speedup: float | None  # untuned / tuned
+    match: bool | None  # outputs equal within tolerance
+    max_abs_diff: float | None
+    fallback: tuple[str, ...]  # tasks with no tuned record: their untuned kernel was used
+    error: str | None
+
+
+class ModelLatencyInfo(NamedTuple):
+    """The estimated model latency after each trial, trials per task, the end-to-end result."""
+
+    trial: tuple[int, ...]  # 0-based trial number
+    seconds: tuple[float, ...]  # wall time since the first trial (NaN if unknown)
+    latency_us: tuple[float, ...]  # estimated model latency after that trial (NaN: unknown)
+    known_from: int | None  # the first trial after which every task had a latency
+    tasks: tuple[TaskTrials, ...]
+    end_to_end: EndToEndInfo | None
+
+
+class _Task(NamedTuple):
+    index: int
+    name: str
+    flop: float
+    weight: float
+    done: bool | None
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    """A field of an event (``Event.get``) or of a plain dict."""
+    if obj is None:
+        return default
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return obj.get(key, default)
+
+
+def _tasks(tasks: Any) -> list[_Task]:
+    """The tasks as (index, name, flop, weight, done), from a ``tasks`` event's list, the event
+    itself, or ``Run.tasks``; an unknown weight counts as 1, as MetaSchedule's default."""
+    if tasks is None:
+        raise ValueError("tasks is None: pass a 'tasks' event's list or Run.tasks")
+    if isinstance(tasks, pd.DataFrame):
+        missing = {"task", "flop", "weight"} - set(tasks.columns)
+        if missing:
+            raise ValueError(f"tasks frame lacks column(s) {sorted(missing)}; pass Run.tasks")
+        index = tasks["index"] if "index" in tasks.columns else range(len(tasks))
+        done = tasks["done"] if "done" in tasks.columns else [None] * len(tasks)
+        rows = zip(index, tasks["task"], tasks["flop"], tasks["weight"], done, strict=True)
+        out = [_Task(int(i), str(n), float(f), 1.0 if w != w else float(w),
+                     None if d is None or d != d else bool(d)) for i, n, f, w, d in rows]
+    else:
+        if not isinstance(tasks, Sequence) and _get(tasks, "tasks") is not None:
+            tasks = _get(tasks, "tasks")  # the event itself
+        out = []
+        for pos, entry in enumerate(tasks):
+            if not isinstance(entry, Mapping) or "name" not in entry:
+                raise ValueError(f"task {pos} of the tasks list is not a dict with a 'name': "
+                                 f"{entry!r}")
+            weight = entry.get("weight")
+            flop = entry.get("flop")
+            out.append(_Task(int(entry.get("index", pos)), str(entry["name"]),
+                             math.nan if flop is None else float(flop),
+                             1.0 if weight is None else float(weight), None))
+    return sorted(out, key=lambda t: t.index)
+
+
+def _best_by_task(trials: pd.DataFrame) -> tuple[dict[str, float], dict[str, int]]:
+    if trials is None or trials.empty:
+        return {}, {}
+    counts = trials.groupby("task", sort=False).size()
+    best = trials.groupby("task", sort=False)["latency_us"].min()
+    return ({str(k): float(v) for k, v in best.items() if v == v},
+            {str(k): int(v) for k, v in counts.items()})
+
+
+def _per_task(scheduled: Any, key: str, n: int) -> list:
+    values = list(_get(scheduled, key) or [])
+    return values + [None] * (n - len(values)) if len(values) <= n else values[:n]
+
+
+def tasks_info(tasks: Any, trials: pd.DataFrame | None, scheduled: Any = None, *,
+               done: Iterable[int] = ()) -> TasksInfo:
+    """MetaSchedule's per-task table, with the scheduler's gradient per task and its next pick.
+
+    Parameters
+    ----------
+    tasks : list of dict | Event | pandas.DataFrame
+        The ``tasks`` event (or its ``tasks`` list) or ``Run.tasks``.
+    trials : pandas.DataFrame
+        ``Run.trials`` / ``Session.trials`` (columns ``task`` and ``latency_us``).
+    scheduled : Event | dict, optional
+        The scheduler's last ``scheduled`` event: gradients, pick, reason, done flags.
+    done : iterable of int
+        Indexes of tasks a ``task_done`` event ended.
+
+    Returns
+    -------
+    info : TasksInfo
+        ``Speed (GFLOPS)`` is FLOP / best latency; ``Weighted Latency (us)`` is weight x best
+        latency; a task without a successful trial has NaN there.
+    """
+    listed = _tasks(tasks)
+    best, counts = _best_by_task(trials)
+    n = len(listed)
+    positions = {t.index: pos for pos, t in enumerate(listed)}
+    gradients = [None] * n
+    flags = [t.done for t in listed]
+    if scheduled is not None:  # the event lists tasks by index, 0..n-1
+        for i, (g, d) in enumerate(zip(_per_task(scheduled, "gradients", n),
+                                       _per_task(scheduled, "done", n), strict=True)):
+            if i in positions:
+                gradients[positions[i]] = None if g is None else float(g)
+                if d is not None:
+                    flags[positions[i]] = bool(d)
+    for i in done:
+        if i in positions:
+            flags[positions[i]] = True
+    pick = _get(scheduled, "pick")
+    pick = None if pick is None else int(pick)
+    rows = []
+    for t, gradient, flag in zip(listed, gradients, flags, strict=True):
+        latency = best.get(t.name, math.nan)
+        rows.append({
+            "ID": t.index, "Name": t.name, "FLOP": t.flop, "Weight": t.weight,
+            "Speed (GFLOPS)": t.flop / latency / 1e3 if latency == latency else math.nan,
+            "Latency (us)": latency, "Weighted Latency (us)": t.weight * latency,
+            "Trials": counts.get(t.name, 0), "Done": bool(flag),
+            "Gradient": math.nan if gradient is None else gradient, "Next": t.index == pick,
+        })
+    frame = pd.DataFrame(rows, columns=["ID", *TASK_TABLE_COLUMNS]).set_index("ID")
+    weighted = frame["Weighted Latency (us)"]
+    total = float(weighted.sum()) if n and weighted.notna().all() else None
+    return TasksInfo(frame, pick, _get(scheduled, "scheduler"), _get(scheduled, "reason"), total)
+
+
+def end_to_end_info(event: Any) -> EndToEndInfo:
+    """The end-to-end result of an ``end_to_end`` event (or its data as a dict)."""
+    untuned, tuned = _get(event, "untuned_us"), _get(event, "tuned_us")
+    speedup = untuned / tuned if untuned is not None and tuned else None
+    diff = _get(event, "max_abs_diff")
+    return EndToEndInfo(
+        None if untuned is None else float(untuned), None if tuned is None else float(tuned),
+        speedup, _get(event, "match"), None if diff is None else float(diff),
+        tuple(str(n) for n in _get(event, "fallback") or ()), _get(event, "error"))
+
+
+def _seconds(trials: pd.DataFrame) -> pd.Series:
+    for column in ("timestamp", "logged_at"):
+        if column in trials.columns and trials[column].notna().any():
+            return seconds_since_first(trials[column])
+    return pd.Series(math.nan, index=trials.index)
+
+
+def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
+                       ) -> ModelLatencyInfo:
+    """The estimated model latency (sum of weight x best latency) after each trial.
+
+    Parameters
+    ----------
+    tasks : list of dict | Event | pandas.DataFrame
+        As for :func:`tasks_info` (names and weights).
+    trials : pandas.DataFrame
+        ``Run.trials`` / ``Session.trials`` in measuring order.
+    end_to_end : Event | dict, optional
+        The last ``end_to_end`` event.
+
+    Returns
+    -------
+    info : ModelLatencyInfo
+        ``latency_us`` is NaN until every task has a successful trial (see the module doc).
+    """
+    listed = _tasks(tasks)
+    e2e = None if end_to_end is None else end_to_end_info(end_to_end)
+    if trials is None or trials.empty:
+        warnings.warn("no trials yet: no model latency to estimate", MsvizWarning, stacklevel=2)
+        return ModelLatencyInfo((), (), (), None, tuple(TaskTrials(t.name, (), (), ())
+                                                        for t in listed), e2e)
+    weights = {t.name: t.weight for t in listed}
+    numbers = trials["trial"].astype(int).tolist()
+    seconds = _seconds(trials).to_numpy(dtype=float).tolist()
+    best: dict[str, float] = {}
+    estimate: list[float] = []
+    known_from = None
+    for number, task, latency in zip(numbers, trials["task"].astype(str),
+                                     trials["latency_us"].to_numpy(dtype=float), strict=True):
+        if task in weights and latency == latency and latency < best.get(task, math.inf):
+            best[task] = latency
+        if len(best) == len(weights):
+            if known_from is None:
+                known_from = number
+            estimate.append(sum(weights[name] * best[name] for name in weights))
+        else:
+            estimate.append(math.nan)
+    per_task = []
+    for t in listed:
+        mine = [(n, s) for n, s, name in zip(numbers, seconds, trials["task"].astype(str),
+                                            strict=True) if name == t.name]
+        per_task.append(TaskTrials(t.name, tuple(n for n, _ in mine),
+                                   tuple(s for _, s in mine), tuple(range(1, len(mine) + 1))))
+    return ModelLatencyInfo(tuple(numbers), tuple(seconds), tuple(estimate), known_from,
+                            tuple(per_task), e2e)
+
+
+def _x(info_x: Sequence[float], x: str) -> str:
+    if x not in ("trial", "time"):
+        raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
+    return "Trial" if x == "trial" else "Wall time (s)"
+
+
+def model_latency_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
+    """The estimated model latency against the trial number or wall time; the end-to-end
+    results (untuned, tuned) as horizontal lines when known."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    title = _x(info.trial, x)
+    xs = info.trial if x == "trial" else info.seconds
+    fig = go.Figure(layout={**_LAYOUT, "title": "Estimated model latency (sum of weight x best)",
+                            "xaxis": {"title": title}, "yaxis": {"title": "Latency (µs)"}})
+    if not info.trial:
+        return note_figure(fig, "no trials yet")
+    known = ~np.isnan(np.array(info.latency_us, dtype=float))
+    if not known.any():
+        return note_figure(fig, "unknown until every task has a successful trial")
+    fig.add_trace(go.Scatter(
+        x=np.array(xs, dtype=float)[known], y=np.array(info.latency_us, dtype=float)[known],
+        mode="lines+markers", line={"shape": "hv"}, marker={"size": 5},
+        name="estimated (tasks)"))
+    e2e = info.end_to_end
+    if e2e is not None:
+        for value, name, dash in ((e2e.untuned_us, "end-to-end untuned", "dot"),
+                                  (e2e.tuned_us, "end-to-end tuned", "dash")):
+            if value is not None:
+                fig.add_hline(y=value, line={"dash": dash}, annotation_text=f"{name}: "
+                              f"{value:.3g} µs", annotation_position="top left")
+    return fig
+
+
+def task_trials_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
+    """Each task's trial count against the run's trial number or wall time (one line each)."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    title = _x(info.trial, x)
+    fig = go.Figure(layout={**_LAYOUT, "title": "Trials per task",
+                            "xaxis": {"title": title}, "yaxis": {"title": "Trials"}})
+    if not any(t.trial for t in info.tasks):
+        return note_figure(fig, "no trials yet")
+    for t in info.tasks:
+        xs = t.trial if x == "trial" else t.seconds
+        fig.add_trace(go.Scatter(x=np.array(xs, dtype=float), y=np.array(t.count, dtype=float),
+                                 mode="lines+markers", line={"shape": "hv"},
+                                 marker={"size": 5}, name=t.name))
+    return fig

@@ -1,0 +1,237 @@
+"""The Tasks tab: MetaSchedule's per-task table (with the scheduler's gradients and its next
+pick), the estimated model latency, trials per task, and the end-to-end result.
+
+Fed from a finished run (``Run.tasks`` and ``Run.trials``) or from a session's events (the
+dashboard's :class:`~msviz.widgets.adapter.UIAdapter` hands them over): the last ``tasks``,
+``scheduled`` and ``end_to_end`` events and every ``task_done``. Choosing a task in
+:attr:`TasksView.focus` sets ``selection.task``; the dashboard focuses its other tabs on it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import ipywidgets as W
+
+from msviz.errors import MsvizWarning
+from msviz.views import tasks as V
+from msviz.widgets.common import ErrorArea, Selection, figure_widget
+from msviz.widgets.plots import show_figure
+
+__all__ = ["TasksView", "model_events"]
+
+#: What the focus buttons show for "no task chosen".
+ALL_TASKS = "All tasks"
+
+
+def model_events(events: Iterable[Any]) -> dict[str, Any]:
+    """The model events a Tasks tab draws from: the last ``tasks``, ``scheduled`` and
+    ``end_to_end`` events, and the indexes of tasks a ``task_done`` event ended."""
+    out: dict[str, Any] = {"tasks": None, "scheduled": None, "end_to_end": None, "done": set()}
+    for event in events:
+        kind = event.kind
+        if kind in ("tasks", "scheduled", "end_to_end"):
+            out[kind] = event
+        elif kind == "task_done" and event.get("task_index") is not None:
+            out["done"].add(int(event["task_index"]))
+    return out
+
+
+def _cell(column: str, value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "Y" if value else ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "N/A"
+        if column == "FLOP":
+            return f"{value:,.0f}"
+        return f"{value:.4f}"
+    return html.escape(str(value))
+
+
+def table_html(info: V.TasksInfo, *, focus: str | None = None) -> str:
+    """The per-task table as HTML: the next pick marked, the focused task highlighted."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["ID", *info.frame.columns[:-1]])
+    rows = []
+    for task_id, row in info.frame.iterrows():
+        cells = []
+        for column, value in row.items():
+            if column == "Next":
+                continue
+            text = _cell(str(column), value)
+            if column == "Name" and row["Next"]:
+                text = f"&#9654; {text} <i>(next)</i>"
+            cells.append(f"<td>{text}</td>")
+        classes = ["msviz-task-row"]
+        if row["Next"]:
+            classes.append("msviz-next-pick")
+        if focus is not None and row["Name"] == focus:
+            classes.append("msviz-focused")
+        style = " style='background:#e8f0fe'" if focus is not None and row["Name"] == focus \
+            else (" style='font-weight:600'" if row["Next"] else "")
+        rows.append(f"<tr class='{' '.join(classes)}'{style}><td>{task_id}</td>"
+                    f"{''.join(cells)}</tr>")
+    total = ("unknown until every task has a successful trial" if info.total_latency_us is None
+             else f"{info.total_latency_us:.4f}")
+    note = f"Total latency (us): {total}"
+    if info.next_pick is not None:
+        note += (f" &middot; scheduler: {html.escape(str(info.scheduler))}, next pick: "
+                 f"task #{info.next_pick} ({html.escape(str(info.reason))})")
+    return (
+        "<table class='msviz-tasks' style='border-collapse:collapse;font-size:12px'>"
+        "<style>.msviz-tasks td,.msviz-tasks th{border:1px solid #ddd;padding:2px 6px;"
+        "text-align:right}</style>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<div class='msviz-tasks-total'>{note}</div>"
+    )
+
+
+def end_to_end_html(info: V.EndToEndInfo | None) -> str:
+    """The end-to-end result in one line ("" before there is one)."""
+    if info is None:
+        return ""
+    if info.error:
+        return (f"<div class='msviz-e2e' style='color:#b00020'><b>End to end</b>: "
+                f"{html.escape(info.error)}</div>")
+    parts = []
+    if info.untuned_us is not None:
+        parts.append(f"untuned {info.untuned_us:.3f} µs")
+    if info.tuned_us is not None:
+        parts.append(f"tuned {info.tuned_us:.3f} µs")
+    if info.speedup is not None:
+        parts.append(f"speed-up {info.speedup:.2f}x")
+    if info.match is not None:
+        parts.append("outputs match" if info.match else
+                     f"<b style='color:#b00020'>outputs differ</b> (max |diff| "
+                     f"{info.max_abs_diff:.3g})")
+    if info.fallback:
+        parts.append("untuned kernels (no tuned record): "
+                     + ", ".join(html.escape(n) for n in info.fallback))
+    return f"<div class='msviz-e2e'><b>End to end</b>: {' · '.join(parts)}</div>"
+
+
+class TasksView(W.VBox):
+    """The Tasks tab of a model: table, model latency, trials per task, end to end.
+
+    Parameters
+    ----------
+    tasks : list of dict | Event | pandas.DataFrame, optional
+        A ``tasks`` event (or its list) or ``Run.tasks``; later ones come through
+        :meth:`update`.
+    trials : pandas.DataFrame, optional
+        ``Run.trials`` / ``Session.trials``.
+    selection : Selection, optional
+        The dashboard's selection; the focused task goes to ``selection.task``.
+    """
+
+    def __init__(self, tasks: Any = None, trials: Any = None, *,
+                 selection: Selection | None = None) -> None:
+        self.selection = selection if selection is not None else Selection()
+        self.table = W.HTML()
+        self.focus = W.ToggleButtons(options=[ALL_TASKS], value=ALL_TASKS,
+                                     description="Focus", style={"button_width": "auto"})
+        self.focus.add_class("msviz-task-focus")
+        self.x_axis = W.ToggleButtons(options=[("by trial", "trial"), ("by wall time", "time")],
+                                      value="trial", description="Model latency")
+        self.latency = figure_widget()
+        self.task_trials = figure_widget()
+        self.end_to_end = W.HTML()
+        self.error = ErrorArea()
+        self.info: V.TasksInfo | None = None
+        self.latency_info: V.ModelLatencyInfo | None = None
+        self._data: dict[str, Any] = {"tasks": tasks, "trials": trials, "scheduled": None,
+                                      "end_to_end": None, "done": set()}
+        self.focus.observe(self._on_focus, names="value")
+        self.selection.observe(self._on_selection, names="task")
+        self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
+        super().__init__([self.focus, self.table, self.end_to_end, self.x_axis, self.latency,
+                          self.task_trials, self.error])
+        self.add_class("msviz-tasks-view")
+        if tasks is not None:
+            self.update(tasks, trials)
+
+    # -- data ------------------------------------------------------------------------------------
+
+    def update(self, tasks: Any = None, trials: Any = None, *, scheduled: Any = None,
+               end_to_end: Any = None, done: Iterable[int] = ()) -> None:
+        """Redraw from new data; what is left out (None) keeps its last value."""
+        data = self._data
+        for key, value in (("tasks", tasks), ("trials", trials), ("scheduled", scheduled),
+                           ("end_to_end", end_to_end)):
+            if value is not None:
+                data[key] = value
+        data["done"] = set(data["done"]) | set(done)
+        if data["tasks"] is None:
+            self.table.value = "<i>no tasks yet: they are listed when tuning starts</i>"
+            return
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MsvizWarning)  # no trials yet: the plots say so
+                self.info = V.tasks_info(data["tasks"], data["trials"], data["scheduled"],
+                                         done=data["done"])
+                if data["trials"] is not None:
+                    self.latency_info = V.model_latency_info(data["tasks"], data["trials"],
+                                                             data["end_to_end"])
+        except Exception as err:
+            self.error.show(self, err)
+            return
+        self.error.clear()
+        names = [ALL_TASKS, *self.info.frame["Name"]]
+        if list(self.focus.options) != names:
+            keep = self.focus.value if self.focus.value in names else ALL_TASKS
+            with self.focus.hold_trait_notifications():
+                self.focus.options = names
+                self.focus.value = keep
+        self._draw_table()
+        self.end_to_end.value = end_to_end_html(
+            None if data["end_to_end"] is None else V.end_to_end_info(data["end_to_end"]))
+        self._draw_figures()
+
+    def update_from_events(self, events: Iterable[Any], trials: Any = None) -> None:
+        """Redraw from a session's events (all so far, or only the new ones)."""
+        found = model_events(events)
+        self.update(found["tasks"], trials, scheduled=found["scheduled"],
+                    end_to_end=found["end_to_end"], done=found["done"])
+
+    @property
+    def task_count(self) -> int:
+        """How many tasks the view lists."""
+        return 0 if self.info is None else len(self.info.frame)
+
+    # -- drawing ---------------------------------------------------------------------------------
+
+    def _focused(self) -> str | None:
+        return None if self.focus.value in (None, ALL_TASKS) else self.focus.value
+
+    def _draw_table(self) -> None:
+        if self.info is not None:
+            self.table.value = table_html(self.info, focus=self._focused())
+
+    def _draw_figures(self) -> None:
+        info = self.latency_info
+        if info is None:
+            return
+        try:
+            show_figure(self.latency, V.model_latency_figure(info, x=self.x_axis.value))
+            show_figure(self.task_trials, V.task_trials_figure(info, x=self.x_axis.value))
+        except Exception as err:
+            self.error.show(self, err)
+
+    # -- focus -----------------------------------------------------------------------------------
+
+    def _on_focus(self, change: dict) -> None:
+        if change["new"] is None:  # the buttons briefly hold None while their options change
+            return
+        name = "" if change["new"] == ALL_TASKS else change["new"]
+        if self.selection.task != name:
+            self.selection.task = name
+        self._draw_table()
+
+    def _on_selection(self, change: dict) -> None:
+        wanted = change["new"] or ALL_TASKS
+        if wanted in self.focus.options and self.focus.value != wanted:
+            self.focus.value = wanted

@@ -1,0 +1,120 @@
+"""The Tasks tab of a stock ``tune_relax`` run of 4 tasks in real JupyterLab + Chromium: its
+table and plots render with data points, clicking a task focuses the other tabs on it;
+screenshots ``artifacts/tab-tasks*.png``."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import msviz
+from tests.browser.chromium import chromium
+from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, write_notebook
+from tests.browser.jupyterlab import wait as _wait
+from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
+from tests.browser.test_dashboard_tabs import _survey
+from tests.conftest import MODEL_TASKS
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+
+_GRAPHS = """
+const graphs = [...document.querySelectorAll('.msviz-tasks-view .js-plotly-plot')]
+  .filter(g => g.offsetParent);
+return graphs.map(g => ({title: (g.querySelector('.gtitle') || {}).textContent || '',
+                         points: g.querySelectorAll('.scatterlayer .point').length,
+                         traces: g.querySelectorAll('.scatterlayer .trace').length}));
+"""
+
+
+def _focus(driver, name: str) -> None:
+    for button in driver.find_elements(
+            "css selector", ".msviz-dashboard .msviz-task-focus .widget-toggle-button"):
+        if button.text.strip() == name:
+            button.click()
+            return
+    raise AssertionError(f"no focus button {name!r}")
+
+
+def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Path) -> None:
+    run = msviz.open(stock_model_work_dir)
+    trials = run.trials
+    ok = trials[trials["status"] == "ok"]
+    known = int(ok.groupby("task")["trial"].min().max())  # the estimate is known from here
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root, "tasks.ipynb", [
+        "import msviz\n"
+        f"run = msviz.open({str(stock_model_work_dir)!r})\n"
+        "dash = run.dashboard()\n"
+        "dash",
+    ])
+    ARTIFACTS.mkdir(exist_ok=True)
+    report: dict = {}
+    with jupyterlab(root) as url, chromium(offline=True) as driver:
+        try:
+            run_all_cells(driver, url, "tasks.ipynb")
+            _wait(driver, "return document.querySelector('.msviz-dashboard .lm-TabBar-tab')",
+                  timeout=120, what="the dashboard")
+            titles = [t.text for t in driver.find_elements(
+                "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
+            assert titles == ["Trials", "Tasks", "Plots", "Trace", "Code"], titles
+            _open_tab(driver, "Tasks")
+            _wait(driver, "return document.querySelectorAll('.msviz-tasks-view .js-plotly-plot "
+                  ".scatterlayer .point').length > 0", timeout=60, what="the task plots")
+            time.sleep(1.5)
+            graphs = driver.execute_script(_GRAPHS)
+            report["graphs"] = graphs
+            rows = driver.execute_script(
+                "return [...document.querySelectorAll('.msviz-tasks tr.msviz-task-row')]"
+                ".map(r => [...r.cells].map(c => c.textContent))")
+            report["rows"] = rows
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks.png"))
+            assert [r[1] for r in rows] == list(MODEL_TASKS)
+            assert [r[7] for r in rows] == ["4"] * 4
+            by_title = {g["title"]: g for g in graphs}
+            latency = by_title["Estimated model latency (sum of weight x best)"]
+            assert latency["points"] == len(trials) - known, graphs
+            per_task = by_title["Trials per task"]
+            assert per_task["points"] == len(trials) and per_task["traces"] == 4, graphs
+            # one task: the table marks it; the Trials tab lists only its trials
+            _focus(driver, "matmul")
+            _wait(driver, "return document.querySelector('.msviz-tasks tr.msviz-focused')",
+                  timeout=30, what="the focused row")
+            time.sleep(1.0)
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-focused.png"))
+            _open_tab(driver, "Trials")
+            mine = int((trials["task"] == "matmul").sum())
+            _wait(driver, f"return document.querySelectorAll('.msviz-tt tbody tr').length"
+                  f" === {mine}", timeout=30, what="the filtered trials")
+            cells = driver.execute_script(
+                "return [...document.querySelectorAll('.msviz-tt tbody tr')]"
+                ".map(r => r.textContent)")
+            assert all("matmul" in c and "matmul1" not in c for c in cells), cells
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-trials-focused.png"))
+            _open_tab(driver, "Plots")
+            time.sleep(2.0)
+            survey = _survey(driver)
+            report["plots"] = survey
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-plots-focused.png"))
+            assert survey["errors"] == []
+            _open_tab(driver, "Code")
+            time.sleep(1.0)
+            best = int(ok[ok["task"] == "matmul"].sort_values("latency_us").iloc[0]["trial"])
+            code = driver.execute_script(
+                "return document.querySelector('.msviz-dashboard').textContent")
+            assert f"trial {best}" in code
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-code-focused.png"))
+            page = driver.page_source
+            for bad in BAD_TEXT:
+                assert bad not in page
+        except BaseException:
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-failure.png"))
+            raise
+        finally:
+            (ARTIFACTS / "tab-tasks-survey.json").write_text(json.dumps(report, indent=1))
+            stop_session(driver)

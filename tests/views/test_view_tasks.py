@@ -1,0 +1,154 @@
+"""The model view's infos (per-task table, estimated model latency, trials per task,
+end-to-end), compared whole against hand-written expectations."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pandas as pd
+import pytest
+
+from msviz.errors import MsvizWarning
+from msviz.views import tasks as V
+from msviz.views.tasks import EndToEndInfo, ModelLatencyInfo, TasksInfo, TaskTrials
+
+NAN = math.nan
+#: A model of three tasks (as the ``tasks`` event lists them); ``dense`` occurs twice.
+TASKS = [
+    {"index": 0, "name": "mm", "flop": 20000.0, "weight": 1, "max_trials": None,
+     "pinned": False, "skipped": False},
+    {"index": 1, "name": "dense", "flop": 8000.0, "weight": 2, "max_trials": None,
+     "pinned": False, "skipped": False},
+    {"index": 2, "name": "relu", "flop": 100.0, "weight": 1, "max_trials": 4,
+     "pinned": False, "skipped": False},
+]
+#: The scheduler's last decision: dense next, by the largest gradient; relu is done.
+SCHEDULED = {"batch": 3, "scheduler": "gradient", "pick": 1, "pick_name": "dense",
+             "reason": "largest gradient", "forced": False, "gradients": [0.5, 1.25, None],
+             "best_us": [8.0, 4.0, 2.0], "trials": [2, 2, 2], "done": [False, False, True]}
+END_TO_END = {"untuned_us": 90.0, "tuned_us": 30.0, "match": True, "max_abs_diff": 1e-6,
+              "fallback": ["relu"], "error": None}
+START = pd.Timestamp("2026-11-22T10:00:00", tz="UTC")
+
+
+@pytest.fixture
+def trials() -> pd.DataFrame:
+    rows = [  # task, latency_us, seconds since the first trial
+        ("mm", 10.0, 0.0), ("relu", NAN, 1.0), ("dense", 4.0, 2.0),
+        ("relu", 2.0, 4.0), ("mm", 8.0, 5.0), ("dense", 5.0, 7.0),
+    ]
+    frame = pd.DataFrame(rows, columns=["task", "latency_us", "seconds"])
+    frame.insert(1, "trial", range(len(frame)))
+    frame["status"] = ["ok" if v == v else "build_error" for v in frame["latency_us"]]
+    frame["timestamp"] = START + pd.to_timedelta(frame.pop("seconds"), unit="s")
+    return frame
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["ID", *V.TASK_TABLE_COLUMNS]).set_index("ID")
+
+
+def test_tasks_info_with_the_schedulers_decision(trials: pd.DataFrame) -> None:
+    info = V.tasks_info(TASKS, trials, SCHEDULED)
+    expected = TasksInfo(
+        _frame([
+            (0, "mm", 20000.0, 1.0, 2.5, 8.0, 8.0, 2, False, 0.5, False),
+            (1, "dense", 8000.0, 2.0, 2.0, 4.0, 8.0, 2, False, 1.25, True),
+            (2, "relu", 100.0, 1.0, 0.05, 2.0, 2.0, 2, True, NAN, False),
+        ]),
+        1, "gradient", "largest gradient", 18.0)
+    pd.testing.assert_frame_equal(info.frame, expected.frame)
+    assert info._replace(frame=None) == expected._replace(frame=None)
+
+
+def test_tasks_info_before_any_trial_and_from_task_done() -> None:
+    empty = pd.DataFrame({"task": [], "latency_us": []})
+    info = V.tasks_info({"tasks": TASKS}, empty, done=[0])
+    expected = _frame([
+        (0, "mm", 20000.0, 1.0, NAN, NAN, NAN, 0, True, NAN, False),
+        (1, "dense", 8000.0, 2.0, NAN, NAN, NAN, 0, False, NAN, False),
+        (2, "relu", 100.0, 1.0, NAN, NAN, NAN, 0, False, NAN, False),
+    ])
+    pd.testing.assert_frame_equal(info.frame, expected)
+    assert info._replace(frame=None) == TasksInfo(None, None, None, None, None)
+
+
+def test_tasks_info_from_a_run_tasks_frame(trials: pd.DataFrame) -> None:
+    run_tasks = pd.DataFrame({  # Run.tasks of a work dir without logs: weights unknown
+        "task": ["dense", "mm"], "flop": [8000.0, 20000.0], "weight": [NAN, 1.0],
+        "index": [1, 0], "done": [None, True]})
+    info = V.tasks_info(run_tasks, trials[trials["task"] != "relu"])
+    expected = _frame([
+        (0, "mm", 20000.0, 1.0, 2.5, 8.0, 8.0, 2, True, NAN, False),
+        (1, "dense", 8000.0, 1.0, 2.0, 4.0, 4.0, 2, False, NAN, False),
+    ])
+    pd.testing.assert_frame_equal(info.frame, expected)
+    assert info.total_latency_us == 12.0
+
+
+def test_bad_tasks_are_named() -> None:
+    with pytest.raises(ValueError, match="task 1 of the tasks list"):
+        V.tasks_info([TASKS[0], "dense"], None)
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['weight'\]"):
+        V.tasks_info(pd.DataFrame({"task": ["a"], "flop": [1.0]}), None)
+
+
+def test_model_latency_info(trials: pd.DataFrame, same) -> None:
+    info = V.model_latency_info(TASKS, trials, END_TO_END)
+    expected = ModelLatencyInfo(
+        trial=(0, 1, 2, 3, 4, 5),
+        seconds=(0.0, 1.0, 2.0, 4.0, 5.0, 7.0),
+        # unknown until relu has a latency (trial 3): 10 + 2 x 4 + 2, then mm 8: 8 + 8 + 2
+        latency_us=(NAN, NAN, NAN, 20.0, 18.0, 18.0),
+        known_from=3,
+        tasks=(TaskTrials("mm", (0, 4), (0.0, 5.0), (1, 2)),
+               TaskTrials("dense", (2, 5), (2.0, 7.0), (1, 2)),
+               TaskTrials("relu", (1, 3), (1.0, 4.0), (1, 2))),
+        end_to_end=EndToEndInfo(90.0, 30.0, 3.0, True, 1e-6, ("relu",), None),
+    )
+    assert same(info, expected)
+
+
+def test_model_latency_never_known_while_a_task_has_no_success(trials: pd.DataFrame,
+                                                               same) -> None:
+    info = V.model_latency_info(TASKS, trials[trials["task"] != "relu"].reset_index(drop=True))
+    assert same(info.latency_us, (NAN,) * 4)
+    assert info.known_from is None and info.end_to_end is None
+    fig = V.model_latency_figure(info)
+    assert fig.layout.annotations[0].text == "unknown until every task has a successful trial"
+
+
+def test_no_trials_warns_and_still_draws() -> None:
+    with pytest.warns(MsvizWarning, match="no trials yet"):
+        info = V.model_latency_info(TASKS, pd.DataFrame({"task": [], "latency_us": []}))
+    assert info == ModelLatencyInfo((), (), (), None, tuple(
+        TaskTrials(t["name"], (), (), ()) for t in TASKS), None)
+    for figure in (V.model_latency_figure, V.task_trials_figure):
+        fig = figure(info)
+        assert fig.layout.annotations[0].text == "no trials yet"
+
+
+def test_end_to_end_failure() -> None:
+    info = V.end_to_end_info({"untuned_us": 90.0, "tuned_us": None, "match": None,
+                              "max_abs_diff": None, "fallback": [], "error": "build failed"})
+    assert info == EndToEndInfo(90.0, None, None, None, None, (), "build failed")
+
+
+def test_figures(trials: pd.DataFrame) -> None:
+    info = V.model_latency_info(TASKS, trials, END_TO_END)
+    fig = V.model_latency_figure(info)
+    assert list(fig.data[0].x) == [3.0, 4.0, 5.0] and list(fig.data[0].y) == [20.0, 18.0, 18.0]
+    assert [s.y0 for s in fig.layout.shapes] == [90.0, 30.0]
+    assert fig.layout.xaxis.title.text == "Trial"
+    by_time = V.model_latency_figure(info, x="time")
+    assert list(by_time.data[0].x) == [4.0, 5.0, 7.0]
+    assert by_time.layout.xaxis.title.text == "Wall time (s)"
+    bars = V.task_trials_figure(info)
+    assert [t.name for t in bars.data] == ["mm", "dense", "relu"]
+    assert [list(t.y) for t in bars.data] == [[1, 2]] * 3
+    with pytest.raises(ValueError, match="x must be 'trial' or 'time'"):
+        V.task_trials_figure(info, x="batch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        V.tasks_info(TASKS, trials, SCHEDULED)
