@@ -28,6 +28,8 @@ from msviz.engine.check import (
 from msviz.engine.measure import Measurer, MeasureResult
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
+from msviz.report import render_report
+from msviz.views.tables import failure_triage_info, trial_page_info
 
 
 def _root_conftest() -> Any:
@@ -174,6 +176,16 @@ def test_wrong_schedule_is_marked_never_best_never_picked(tmp_path: Path,
     picked = compat.ms.tir_integration.compile_tir(database, mod, target)
     assert compat.structural_equal(picked.mod, right.mod)
     assert not compat.structural_equal(picked.mod, wrong.mod)
+    # triage, trials table and report name it
+    triage = failure_triage_info(trials).frame
+    assert triage.to_dict("records") == [{
+        "status": "wrong_result", "fault": "candidate",
+        "cause": "wrong result: Z differs from the untuned workload", "count": 1,
+        "trials": "0"}]
+    page = trial_page_info(trials)
+    assert "check" in page.columns and [r["check"] for r in page.rows] == ["wrong", "ok"]
+    html = render_report(run)
+    assert html.count('<tr class="wrong">') == 1 and "wrong_result" in html
     # the live table says the same as the work dir
     assert list(session.trials["status"]) == ["wrong_result", "ok"]
     # and NumPy agrees: the wrong kernel is wrong, the right one right
