@@ -32,13 +32,15 @@ table.msviz th, table.msviz td { border: 1px solid #ddd; padding: 3px 8px; text-
 table.msviz th { background: #f4f4f6; }
 table.msviz td.text { text-align: left; }
 tr.failed td { background: #fff0f0; }
+tr.wrong td { background: #fff4d6; }
 pre { background: #f7f7f9; padding: 10px; overflow-x: auto; font-size: 12px; max-height: 480px; }
 td pre { max-height: 120px; margin: 0; padding: 4px; background: none; }
 .note { color: #666; font-style: italic; }
 """
 
 
-def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None) -> str:
+def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None,
+           wrong: Any = None) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in [frame.index.name or "", *frame])
     rows = []
     for pos, (index, row) in enumerate(frame.iterrows()):
@@ -56,6 +58,8 @@ def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None
             else:
                 cells.append(f"<td>{html.escape(shown)}</td>")
         cls = ' class="failed"' if failed is not None and failed[pos] else ""
+        if wrong is not None and wrong[pos]:  # ran fast, computed the wrong answer
+            cls = ' class="wrong"'
         rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
     body = "".join(rows)
     return f'<table class="msviz"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -142,7 +146,8 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
     frame = table.frame.set_index("trial")
     parts.append(
         _table(frame, text_columns=("task", "status", "error"),
-               failed=list(frame["status"] != "ok"))
+               failed=list(frame["status"] != "ok"),
+               wrong=list(frame["status"] == "wrong_result"))
     )
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8">'

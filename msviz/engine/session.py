@@ -99,6 +99,11 @@ class Session:
         Seconds per candidate.
     evaluator_config : dict | EvaluatorConfig, optional
         How the runner times kernels (MetaSchedule's defaults if None).
+    check : {"best", "measured", "none"}
+        Which candidates' outputs are compared with the untuned workload's on seeded random
+        inputs, after each batch's timings: every candidate that would become the best so far
+        (default), every one that ran, or none. A wrong one gets the status ``wrong_result``
+        and is never the best (see :mod:`msviz.engine.check`).
     **knobs
         Search knobs overriding the preset: ``population_size``, ``init_measured_ratio``,
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,
@@ -116,10 +121,12 @@ class Session:
                  evaluator_config: Any = None, max_trials_per_task: int | None = None,
                  task_scheduler: Any = "gradient", params: dict | None = None,
                  spec: dict | None = None, end_to_end_check: bool = True,
-                 **knobs: Any) -> None:
+                 check: str = "best", **knobs: Any) -> None:
         from msviz import models
+        from msviz.engine.check import validate_mode
         from msviz.workloads import resolve
 
+        self.check = validate_mode(check)
         if strategy not in ("evolutionary", "replay"):
             raise ValueError(f"strategy must be 'evolutionary' or 'replay', not {strategy!r}")
         for name, value in (("max_trials", max_trials), ("trials_per_batch", trials_per_batch)):
@@ -543,7 +550,8 @@ class Session:
                               seed=self._task_seed(task.index), num_threads=self.num_threads,
                               max_trials=self.max_trials, trials_per_batch=self.trials_per_batch,
                               measurer_options=self._measurer_options, emit=self.events.emit,
-                              task_index=task.index, shared=shared)
+                              task_index=task.index, shared=shared,
+                              check=self.check)
                 tuners.append(tuner)
                 tuner.setup()
         except BaseException:

@@ -19,6 +19,7 @@ from typing import Any
 from msviz import compat
 from msviz.engine import callbacks
 from msviz.engine.candidates import decisions_of
+from msviz.engine.check import ResultChecker
 from msviz.engine.evolution import EvolutionarySearch
 from msviz.engine.measure import Measurer
 from msviz.engine.presets import SearchKnobs
@@ -99,8 +100,10 @@ class Tuner:
     def __init__(self, *, workload: Any, target: Any, work_dir: Path, knobs: SearchKnobs,
                  strategy: str, rules: RuleSet, seed: int, num_threads: int, max_trials: int,
                  trials_per_batch: int, measurer_options: dict, emit: Any,
-                 task_index: int = 0, shared: SharedParts | None = None) -> None:
+                 task_index: int = 0, shared: SharedParts | None = None,
+                 check: str = "best") -> None:
         self.workload = workload
+        self.checker = ResultChecker(workload.mod, target, seed=seed, mode=check)
         self.task = workload.name
         self.target = target
         self.work_dir = Path(work_dir)
@@ -365,6 +368,8 @@ class Tuner:
         self.emit("built", batch=batch, results=[
             {"ok": b.error is None, "error": b.error} for b in built])
         results = measurer.run(built, [item[1] for item in items])
+        # after the batch's timings, before the artifacts go: wrong results become failures
+        results = self.checker.check_batch(items, built, results, self.best_secs)
         measurer.cleanup(built)  # RemoveBuildArtifact
         rows = [callbacks.add_to_database(self, sch, args, res, info, batch=batch,
                                           generation=generation)

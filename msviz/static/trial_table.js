@@ -78,6 +78,7 @@ function render({ model, el }) {
       const tr = document.createElement("tr");
       tr.dataset.trial = row.trial;
       if (row.status && row.status !== "ok") tr.classList.add("msviz-failed");
+      if (row.status === "wrong_result") tr.classList.add("msviz-wrong");
       if (row.trial === selected) tr.classList.add("msviz-selected");
       for (const col of columns) {
         const td = document.createElement("td");

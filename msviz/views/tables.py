@@ -75,7 +75,7 @@ FILTER_COLUMNS = ("task", "status", "generation", "batch")
 #: Columns the trials table shows, in order (those missing from a run are left out).
 TABLE_COLUMNS = (
     "trial", "task", "status", "latency_us", "gflops", "generation", "batch",
-    "origin", "predicted_score", "mutator", "design_space", "error",
+    "origin", "predicted_score", "mutator", "design_space", "check", "error",
 )
 
 
@@ -181,6 +181,8 @@ def failure_triage_info(trials: pd.DataFrame) -> TableInfo:
     def cause(error: object) -> str:
         if not isinstance(error, str) or not error.strip():
             return "(no error text: the stock database keeps only run_secs=[1e10])"
+        if error.startswith("wrong result: "):  # one group per output, not per difference
+            return error.split(" differs", 1)[0] + " differs from the untuned workload"
         lines = [ln.strip() for ln in error.strip().splitlines() if ln.strip()]
         # the exception line of a traceback says most; the first line says who failed
         exc = [ln for ln in lines if ln.split(":", 1)[0].endswith(("Error", "Exception"))]
