@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from msviz import compat
+from msviz.engine import intrinsics
 from msviz.errors import MsvizError
 
 __all__ = ["RuleError", "RuleSet", "RuleSpec"]
@@ -153,6 +154,8 @@ class RuleSet:
         self.postprocs = [self._spec(p) for p in postprocs]
         self.mutator_probs = dict(mutator_probs)
         self.mutator_params = copy.deepcopy(_MUTATOR_PARAMS)
+        #: Why rules were left out by the last :meth:`build` (unusable tensor intrinsics).
+        self.skipped: list[str] = []
 
     @staticmethod
     def _spec(item: Any) -> RuleSpec:
@@ -169,16 +172,28 @@ class RuleSet:
         Parameters
         ----------
         target : str | Target
-            ``"llvm"`` gives editable specs; other kinds (``"cuda"``) hold MetaSchedule's own
-            default objects, which can be removed or reordered but not re-parameterized.
+            ``"llvm"`` gives editable specs (the generic CPU rules); an llvm Target whose CPU has
+            AVX-512 VNNI adds MetaSchedule's tensorizing rule and postproc for
+            ``dot_16x4_vnni``, as MetaSchedule's own choice by target does; other kinds
+            (``"cuda"``) hold MetaSchedule's own default objects, which can be removed or reordered but not re-parameterized.
         """
         kind = target if isinstance(target, str) else str(compat.make_target(target).kind.name)
         if kind == "llvm":
-            return cls(
+            out = cls(
                 [RuleSpec(n, copy.deepcopy(p)) for n, p in _LLVM_RULES],
                 list(_LLVM_POSTPROCS),
                 dict(_LLVM_MUTATORS),
             )
+            intrin = None if isinstance(target, str) else intrinsics.default_intrin(target)
+            if intrin is not None:  # MetaSchedule's DefaultX86 rules for a VNNI CPU
+                (rule, rparams), (post, pparams) = intrinsics.tensorize_specs(intrin)
+                out.schedule_rules.insert(
+                    [s.name for s in out.schedule_rules].index("MultiLevelTiling"),
+                    RuleSpec(rule, rparams))
+                out.postprocs.insert(
+                    [s.name for s in out.postprocs].index("RewriteReductionBlock") + 1,
+                    RuleSpec(post, pparams))
+            return out
         ms = compat.ms
         rules = list(ms.schedule_rule.ScheduleRule.create(kind))
         postprocs = list(ms.postproc.Postproc.create(kind))
@@ -227,8 +242,11 @@ class RuleSet:
         self.schedule_rules.insert(index, spec)
         return self
 
-    def build(self) -> tuple[list[Any], list[Any], dict[Any, float]]:
+    def build(self, target: Any = None) -> tuple[list[Any], list[Any], dict[Any, float]]:
         """MetaSchedule objects: (schedule rules, postprocs, {mutator: probability}).
+
+        A tensorizing rule whose intrinsic does not exist (or, given ``target``, needs a CPU
+        feature the target lacks) is left out; :attr:`skipped` then says why.
 
         Raises
         ------
@@ -236,7 +254,15 @@ class RuleSet:
             Naming the rule and parameter that is invalid.
         """
         ms = compat.ms
-        rules = [_build(ms.schedule_rule, s, "rule") for s in self.schedule_rules]
+        self.skipped = []
+        rules = []
+        for s in self.schedule_rules:
+            intrin = intrinsics.intrin_of(s)
+            why = intrinsics.unusable(intrin, target) if intrin is not None else None
+            if why is not None:  # tune without it, and say why (shown as a warning event)
+                self.skipped.append(why)
+                continue
+            rules.append(_build(ms.schedule_rule, s, "rule"))
         postprocs = [_build(ms.postproc, s, "postproc") for s in self.postprocs]
         mutators: dict[Any, float] = {}
         for name, prob in self.mutator_probs.items():
@@ -248,14 +274,18 @@ class RuleSet:
             mutators[_build(ms.mutator, spec, "mutator")] = float(prob)
         return rules, postprocs, mutators
 
+    def intrinsics(self) -> list[str]:
+        """The tensor intrinsics the rules tile for (``MultiLevelTilingWithIntrin``)."""
+        return [i for i in map(intrinsics.intrin_of, self.schedule_rules) if i is not None]
+
     def validate(self) -> RuleSet:
         """Build everything once; raises :class:`RuleError` if anything is invalid."""
         self.build()
         return self
 
-    def space_generator(self) -> Any:
-        """A ``PostOrderApply`` space generator using these rules."""
-        rules, postprocs, mutators = self.build()
+    def space_generator(self, target: Any = None) -> Any:
+        """A ``PostOrderApply`` space generator using these rules (see :meth:`build`)."""
+        rules, postprocs, mutators = self.build(target)
         return compat.ms.space_generator.PostOrderApply(
             sch_rules=rules, postprocs=postprocs, mutator_probs=mutators
         )

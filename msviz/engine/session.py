@@ -103,7 +103,7 @@ class Session:
         self.preset = preset
         self.workload = resolve(workload)
         self.target = compat.make_target(target)
-        self.rules = (rules or RuleSet.default(str(self.target.kind.name))).copy().validate()
+        self.rules = (rules or RuleSet.default(self.target)).copy().validate()
         self.work_dir = Path(work_dir) if work_dir is not None else Path(
             tempfile.mkdtemp(prefix="msviz-"))
         records = self.work_dir / db_files.RECORD_FILE

@@ -80,6 +80,7 @@ class Trial:
     def schedule(self) -> Any:
         """The schedule replayed from the trace, as ``Database.query_schedule`` does."""
         sch = compat.Schedule(self.record.workload.mod, debug_mask=0, error_render_level="detail")
+        compat.register_intrins_for(self.trace)
         self.trace.apply_to_schedule(sch, remove_postproc=False)
         return sch
 
