@@ -175,7 +175,8 @@ class RuleSet:
             ``"llvm"`` gives editable specs (the generic CPU rules); an llvm Target whose CPU has
             AVX-512 VNNI adds MetaSchedule's tensorizing rule and postproc for
             ``dot_16x4_vnni``, as MetaSchedule's own choice by target does; other kinds
-            (``"cuda"``) hold MetaSchedule's own default objects, which can be removed or reordered but not re-parameterized.
+            (``"cuda"``) hold MetaSchedule's own default objects, which can be removed or
+            reordered but not re-parameterized.
         """
         kind = target if isinstance(target, str) else str(compat.make_target(target).kind.name)
         if kind == "llvm":
