@@ -381,3 +381,8 @@ def register_intrins_for(trace: Any) -> None:
     if not _INTRINS_READY and any(
             str(inst.kind.name) in ("Tensorize", "Blockize") for inst in trace.insts):
         register_tensor_intrins()
+
+
+def intrins_ready() -> bool:
+    """True once :func:`register_tensor_intrins` has run in this process."""
+    return _INTRINS_READY

@@ -70,29 +70,39 @@ def unusable(intrin: str, target: Any = None) -> str | None:
     return None
 
 
-def unused(intrins: list[str], spaces: list[Any], workload: str) -> list[str]:
-    """Messages for intrinsics the rules offer but no design space uses.
+def unused(intrins: list[str], spaces: list[Any], workload: Any) -> list[str]:
+    """Messages for intrinsics the rules offer but no design space of an eligible workload uses.
 
-    ``spaces`` are Schedules (or trace texts). An int8 reduction whose extents do not divide
-    the intrinsic's (16 lanes x 4 bytes for VNNI) is not tiled for it.
+    ``spaces`` are Schedules (or trace texts); ``workload`` a msviz Workload. A workload is
+    eligible when its arguments have the dtypes of the intrinsic's operands (u8 and i8 for
+    VNNI: an fp32 matmul is not expected to tensorize); an int8 reduction whose extents do not
+    divide the intrinsic's (16 lanes x 4 bytes for VNNI) is not tiled for it.
     """
     texts = [s if isinstance(s, str) else "\n".join(s.trace.as_python()) for s in spaces]
+    dtypes = {dtype for dtype, _ in _operands(next(f for _, f in workload.mod.functions_items()))}
     out = []
     for intrin in intrins:
-        if not any(AUTO_TENSORIZE in t and repr(intrin)[1:-1] in t for t in texts):
+        found = compat.tensor_intrin(intrin)
+        operands = {dtype for dtype, _ in _operands(found.desc)} if found else set()
+        if not operands <= dtypes:
+            continue
+        if not any(AUTO_TENSORIZE in t and intrin in t for t in texts):
             shape = _shape(intrin)
             out.append(
-                f"no design space of {workload} uses tensor intrinsic {intrin!r}: no block "
+                f"no design space of {workload.name} uses tensor intrinsic {intrin!r}: no block "
                 f"matches its description{shape} (dtypes, or extents that do not divide the "
                 "intrinsic's); tuning without tensorization")
     return out
+
+
+def _operands(func: Any) -> list[tuple[str, tuple[int, ...]]]:
+    """(dtype, shape) of each argument of a PrimFunc."""
+    return [(str(a.dtype), tuple(int(d) for d in a.shape))
+            for a in compat.ArgInfo.from_prim_func(func)]
 
 
 def _shape(intrin: str) -> str:
     found = compat.tensor_intrin(intrin)
     if found is None:
         return ""
-    shapes = [tuple(int(d) for d in buf.shape) for buf in found.desc.buffer_map.values()]
-    dtypes = [str(buf.dtype) for buf in found.desc.buffer_map.values()]
-    parts = ", ".join(f"{d}{list(s)}" for d, s in zip(dtypes, shapes))
-    return f" ({parts})"
+    return " (" + ", ".join(f"{d}{list(s)}" for d, s in _operands(found.desc)) + ")"

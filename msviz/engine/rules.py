@@ -131,6 +131,15 @@ def _build(namespace: Any, spec: RuleSpec, kind: str) -> Any:
         raise RuleError(f"{kind} {spec.name}: invalid parameters {spec.params}: {err}") from None
 
 
+def _validate_rule(spec: RuleSpec) -> None:
+    """Build a rule now to name a bad parameter; a tensorizing rule whose intrinsic does not
+    exist is kept (the session leaves it out with a warning and tunes without it)."""
+    intrin = intrinsics.intrin_of(spec)
+    if intrin is not None and compat.tensor_intrin(intrin) is None:
+        return
+    _build(compat.ms.schedule_rule, spec, "rule")
+
+
 class RuleSet:
     """Schedule rules, postprocs and mutator probabilities for a design-space generator.
 
@@ -227,7 +236,7 @@ class RuleSet:
                 f"rule {spec.name} is a ready-made object; replace it instead of editing it"
             )
         new = RuleSpec(spec.name, {**spec.params, **params})
-        _build(compat.ms.schedule_rule, new, "rule")  # validate now, name the parameter
+        _validate_rule(new)
         spec.params = new.params
         return self
 
@@ -239,11 +248,12 @@ class RuleSet:
     def insert(self, index: int, rule: Any, **params: Any) -> RuleSet:
         """Insert a schedule rule: a class name with parameters, or a ScheduleRule object."""
         spec = RuleSpec(rule, dict(params)) if isinstance(rule, str) else self._spec(rule)
-        _build(compat.ms.schedule_rule, spec, "rule")
+        _validate_rule(spec)
         self.schedule_rules.insert(index, spec)
         return self
 
-    def build(self, target: Any = None) -> tuple[list[Any], list[Any], dict[Any, float]]:
+    def build(self, target: Any = None, *, lazy_intrins: bool = False,
+              ) -> tuple[list[Any], list[Any], dict[Any, float]]:
         """MetaSchedule objects: (schedule rules, postprocs, {mutator: probability}).
 
         A tensorizing rule whose intrinsic does not exist (or, given ``target``, needs a CPU
@@ -259,6 +269,8 @@ class RuleSet:
         rules = []
         for s in self.schedule_rules:
             intrin = intrinsics.intrin_of(s)
+            if lazy_intrins and intrin in compat.INTRIN_FEATURES and not compat.intrins_ready():
+                continue  # a stock intrinsic: checked by name, built once registered (15-30 s)
             why = intrinsics.unusable(intrin, target) if intrin is not None else None
             if why is not None:  # tune without it, and say why (shown as a warning event)
                 self.skipped.append(why)
@@ -280,8 +292,12 @@ class RuleSet:
         return [i for i in map(intrinsics.intrin_of, self.schedule_rules) if i is not None]
 
     def validate(self) -> RuleSet:
-        """Build everything once; raises :class:`RuleError` if anything is invalid."""
-        self.build()
+        """Build everything once; raises :class:`RuleError` if anything is invalid.
+
+        Rules for MetaSchedule's own tensor intrinsics are checked by name only while TVM's
+        intrinsics are not yet registered (registering them takes 15-30 s; the tuner's thread
+        does it), so a Session starts at once."""
+        self.build(lazy_intrins=True)
         return self
 
     def space_generator(self, target: Any = None) -> Any:

@@ -171,7 +171,7 @@ class Tuner:
         spaces = list(self.context.generate_design_space())
         for message in rules.skipped + unused_intrins(  # tensor intrinsics that cannot work
                 [i for i in rules.intrinsics() if not any(repr(i) in m for m in rules.skipped)],
-                spaces, self.workload.name):
+                spaces, self.workload):
             self.emit("warning", message=message)
         self.emit("design_spaces", count=len(spaces), rules=str(rules), spaces=[
             {"index": i, "trace": "\n".join(s.trace.as_python(remove_postproc=True)),
