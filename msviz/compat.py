@@ -386,3 +386,26 @@ def register_intrins_for(trace: Any) -> None:
 def intrins_ready() -> bool:
     """True once :func:`register_tensor_intrins` has run in this process."""
     return _INTRINS_READY
+
+
+# -- running a kernel in this process (result checking, msviz.engine.check) ---------------------
+
+
+def compile_module(mod: tvm.IRModule, target: tvm.target.Target) -> Any:
+    """``tvm.compile(mod, target)`` as a callable ``runtime.Module`` (its ``.mod``)."""
+    return tvm.compile(mod, target=target).mod
+
+
+def load_module(path: str) -> Any:
+    """A built artifact (a builder's ``.tar``/``.so``) loaded into this process."""
+    return tvm.runtime.load_module(path)
+
+
+def device_of(target: tvm.target.Target) -> Any:
+    """Device 0 of the target's kind in this process."""
+    return tvm.device(device_type(target), 0)
+
+
+def to_tensor(array: Any, device: Any) -> Any:
+    """A NumPy array copied to ``device`` as a TVM tensor."""
+    return tvm.runtime.tensor(array, device)

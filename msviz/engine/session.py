@@ -77,6 +77,11 @@ class Session:
         Seconds per candidate.
     evaluator_config : dict | EvaluatorConfig, optional
         How the runner times kernels (MetaSchedule's defaults if None).
+    check : {"best", "measured", "none"}
+        Which candidates' outputs are compared with the untuned workload's on seeded random
+        inputs, after each batch's timings: every candidate that would become the best so far
+        (default), every one that ran, or none. A wrong one gets the status ``wrong_result``
+        and is never the best (see :mod:`msviz.engine.check`).
     **knobs
         Search knobs overriding the preset: ``population_size``, ``init_measured_ratio``,
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,
@@ -91,9 +96,11 @@ class Session:
                  seed: int | None = None, preset: str = "msviz", resume: bool = False,
                  builder: Any = "local", runner: Any = "local", num_threads: int | None = None,
                  builder_timeout: float = 30.0, runner_timeout: float = 30.0,
-                 evaluator_config: Any = None, **knobs: Any) -> None:
+                 evaluator_config: Any = None, check: str = "best", **knobs: Any) -> None:
+        from msviz.engine.check import validate_mode
         from msviz.workloads import resolve
 
+        self.check = validate_mode(check)
         if strategy not in ("evolutionary", "replay"):
             raise ValueError(f"strategy must be 'evolutionary' or 'replay', not {strategy!r}")
         for name, value in (("max_trials", max_trials), ("trials_per_batch", trials_per_batch)):
@@ -339,7 +346,8 @@ class Session:
                      knobs=self.knobs, strategy=self.strategy, rules=self.rules, seed=self.seed,
                      num_threads=self.num_threads, max_trials=self.max_trials,
                      trials_per_batch=self.trials_per_batch,
-                     measurer_options=self._measurer_options, emit=self.events.emit)
+                     measurer_options=self._measurer_options, emit=self.events.emit,
+                     check=self.check)
 
     def _work(self) -> None:
         compat.quiet_ipython_printing()

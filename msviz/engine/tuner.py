@@ -19,6 +19,7 @@ from typing import Any
 from msviz import compat
 from msviz.engine import callbacks
 from msviz.engine.candidates import decisions_of
+from msviz.engine.check import ResultChecker
 from msviz.engine.evolution import EvolutionarySearch
 from msviz.engine.intrinsics import unused as unused_intrins
 from msviz.engine.measure import Measurer
@@ -57,8 +58,9 @@ class Tuner:
     def __init__(self, *, workload: Any, target: Any, work_dir: Path, knobs: SearchKnobs,
                  strategy: str, rules: RuleSet, seed: int, num_threads: int, max_trials: int,
                  trials_per_batch: int, measurer_options: dict, emit: Any,
-                 task_index: int = 0) -> None:
+                 task_index: int = 0, check: str = "best") -> None:
         self.workload = workload
+        self.checker = ResultChecker(workload.mod, target, seed=seed, mode=check)
         self.task = workload.name
         self.target = target
         self.work_dir = Path(work_dir)
@@ -287,6 +289,8 @@ class Tuner:
         self.emit("built", batch=batch, results=[
             {"ok": b.error is None, "error": b.error} for b in built])
         results = measurer.run(built, [item[1] for item in items])
+        # after the batch's timings, before the artifacts go: wrong results become failures
+        results = self.checker.check_batch(items, built, results, self.best_secs)
         measurer.cleanup(built)  # RemoveBuildArtifact
         rows = [callbacks.add_to_database(self, sch, args, res, info, batch=batch,
                                           generation=generation)

@@ -59,6 +59,8 @@ SIDECAR_COLUMNS = [
     "mutator",
     "parent",
     "ancestor_line",
+    "check",
+    "check_detail",
     "remeasured_secs",
 ]
 
@@ -66,7 +68,9 @@ SIDECAR_COLUMNS = [
 ALL_COLUMNS = TRIAL_COLUMNS + SIDECAR_COLUMNS
 
 #: What ``status`` can be. ``infra_error``: the measuring infrastructure failed (watchdog,
-#: no device, a lost batch), not the candidate; ``failed``: a ``1e10`` record with no error text.
+#: no device, a lost batch), not the candidate; ``failed``: a ``1e10`` record with no error text;
+#: ``wrong_result``: it ran, but its output differs from the untuned workload's (result check;
+#: the database holds ``1e10``, the sidecar the measured times).
 STATUSES = (
     "ok",
     "build_error",
@@ -75,6 +79,7 @@ STATUSES = (
     "run_timeout",
     "infra_error",
     "failed",
+    "wrong_result",
 )
 
 _INT_COLUMNS = ("batch", "generation", "iteration", "design_space", "parent", "ancestor_line")
@@ -105,7 +110,7 @@ def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str 
     ----------
     run_secs : sequence of float, optional
         What the stock database holds (``[1e10]`` for a failure).
-    error_kind : {"build", "run", "infra"}, optional
+    error_kind : {"build", "run", "infra", "wrong"}, optional
         Where it failed (sidecar, event or log); ``"run"`` is assumed for error text without one.
     error : str, optional
         The error text; a ``Timeout`` in it makes ``*_timeout``.
@@ -117,6 +122,8 @@ def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str 
         return "failed"
     if kind == "infra":
         return "infra_error"
+    if kind == "wrong":
+        return "wrong_result"
     timeout = error is not None and "Timeout" in error
     return f"{kind}_{'timeout' if timeout else 'error'}"
 

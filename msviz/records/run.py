@@ -89,6 +89,35 @@ class Trial:
         """The IRModule after applying the trace."""
         return self.schedule.mod
 
+    def check(self, inputs: Any = None, rtol: float | None = None, atol: float | None = None,
+              *, seed: int = 0) -> Any:
+        """Build this trial's schedule and the untuned workload, run both, compare outputs.
+
+        Works on any work dir (stock ``tune_tir`` ones too): the schedule is replayed from the
+        stored trace, the reference is the stored workload built by TVM for the record's
+        target (see :mod:`msviz.engine.check`).
+
+        Parameters
+        ----------
+        inputs : list or dict, optional
+            Arrays for the arguments in order, or by argument name (seeded random otherwise).
+        rtol, atol : float, optional
+            Float tolerance (defaults by dtype); integers must be equal.
+        seed : int
+            Seed of the random inputs.
+
+        Returns
+        -------
+        result : msviz.engine.check.CheckResult
+            ``ok``, ``max_abs_diff``, ``detail`` (and ``outcome``: ok, wrong or error).
+        """
+        from msviz.engine.check import check_schedule  # the records layer stays engine-free
+
+        record = self.record
+        target = record.target if record.target is not None else compat.make_target("llvm")
+        return check_schedule(self.mod, record.workload.mod, target, inputs=inputs, rtol=rtol,
+                              atol=atol, seed=seed)
+
     def __repr__(self) -> str:
         return (
             f"Trial(index={self.index}, task={self.task!r}, status={self.status!r}, "

@@ -23,6 +23,8 @@ from msviz.records import row
         ((1e10,), "infra", "watchdog: no answer (Timeout)", "infra_error"),
         ((1e10,), "infra", "no CUDA device", "infra_error"),
         ((2e-5, 1e10), None, None, "failed"),  # one failed repeat fails the trial
+        ((1e10,), "wrong", "wrong result: Z differs in 3 of 4 elements", "wrong_result"),
+        (None, "wrong", "wrong result: Z differs", "wrong_result"),
     ],
 )
 def test_status(run_secs, kind, error, expected) -> None:

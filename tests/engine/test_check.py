@@ -1,0 +1,289 @@
+"""Result checking with real TVM: a deliberately wrong schedule is caught, a right one passes.
+
+The wrong kernel: GMM-0 with its accumulator moved to a float16 cache buffer
+(``cache_write`` + ``unsafe_set_dtype``): it builds, runs and is parallel, but its sums lose
+precision (about 94% of the outputs are off by up to 0.05). The right answers come from NumPy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import msviz
+from msviz import compat, workloads
+from msviz.engine.check import (
+    CheckResult,
+    ResultChecker,
+    compare,
+    default_tolerance,
+    random_inputs,
+)
+from msviz.engine.measure import Measurer, MeasureResult
+from msviz.records import database as db_files
+from msviz.records.sidecar import read_sidecar
+
+
+def _root_conftest() -> Any:
+    """tests/conftest.py (its ``tune_stock``), loaded under a name of its own."""
+    path = Path(__file__).resolve().parents[1] / "conftest.py"
+    spec = importlib.util.spec_from_file_location("msviz_tests_root_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def wrong_schedule(mod: Any) -> Any:
+    """GMM with a float16 accumulator, its outer loop parallel: fast-ish and wrong."""
+    sch = compat.Schedule(mod)
+    block = sch.get_sblock("Z")
+    sch.cache_write(block, 0, "global")
+    sch.unsafe_set_dtype(block, 0, "float16")
+    sch.parallel(sch.get_loops(block)[1])
+    return sch
+
+
+def right_schedule(mod: Any) -> Any:
+    """GMM with its outer loop split: a different module, the same answer."""
+    sch = compat.Schedule(mod)
+    block = sch.get_sblock("Z")
+    sch.split(sch.get_loops(block)[1], [None, 16])
+    return sch
+
+
+def numpy_gmm(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.matmul(x.astype(np.float64), y.astype(np.float64))
+
+
+def run_mod(mod: Any, target: Any, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    func = compat.fast_build(mod, target)
+    dev = compat.device_of(target)
+    tensors = [compat.to_tensor(a.copy(), dev) for a in arrays]
+    func(*tensors)
+    return [t.numpy() for t in tensors]
+
+
+# -- compare and inputs: against values worked out by hand ------------------------------------
+
+
+def test_compare_integers_exact_and_names_the_place() -> None:
+    expected = np.arange(12, dtype="int32").reshape(3, 4)
+    got = expected.copy()
+    assert compare([got], [expected], ["C"]) == CheckResult(
+        True, 0.0, "matches the untuned workload: max abs diff 0 [exact]", "ok")
+    got[2, 1] += 1  # 9 -> 10
+    res = compare([got], [expected], ["C"])
+    assert res == CheckResult(
+        False, 1.0, "C differs in 1 of 12 elements (8.3%); max abs diff 1 at C[2, 1] (got 10, "
+        "expected 9) [exact]", "wrong")
+
+
+def test_compare_floats_within_tolerance() -> None:
+    expected = np.array([1.0, -2.0, 100.0], dtype="float32")
+    # within atol + rtol*|e| = 1e-4 + 1e-4*|e|: 1.0 -> 2e-4, 100 -> 1.01e-2
+    inside = expected + np.array([1.5e-4, 0.0, 1e-2], dtype="float32")
+    res = compare([inside], [expected], ["out"])
+    assert res.ok and res.outcome == "ok"
+    assert res.max_abs_diff == pytest.approx(1e-2, rel=1e-3)
+    outside = expected + np.array([3e-4, 0.0, 0.0], dtype="float32")
+    res = compare([outside], [expected], ["out"])
+    assert not res.ok and res.outcome == "wrong"
+    assert res.detail.startswith("out differs in 1 of 3 elements (33.3%); max abs diff")
+    assert "at out[0]" in res.detail and res.detail.endswith("[rtol=0.0001 atol=0.0001]")
+    # explicit knobs win over the dtype's defaults
+    assert compare([outside], [expected], ["out"], rtol=0, atol=1e-3).ok
+    nan = expected.copy()
+    nan[1] = np.nan
+    res = compare([nan], [expected], ["out"])
+    assert not res.ok and res.max_abs_diff == math.inf
+    assert compare([nan], [nan.copy()], ["out"]).ok  # NaN where NaN is expected
+
+
+def test_default_tolerance_by_dtype() -> None:
+    assert default_tolerance("float32") == (1e-4, 1e-4)
+    assert default_tolerance("float16") == (1e-2, 1e-2)
+    assert default_tolerance("int32") == (0.0, 0.0) == default_tolerance("uint8")
+
+
+def test_random_inputs_are_seeded_and_typed() -> None:
+    mod = workloads.get("GMM-0").mod
+    a, b = random_inputs(mod, 7), random_inputs(mod, 7)
+    assert [x.shape for x in a] == [(1, 128, 128)] * 3
+    assert all(x.dtype == np.float32 for x in a)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not np.array_equal(a[0], random_inputs(mod, 8)[0])
+    assert -1.0 <= float(a[0].min()) and float(a[0].max()) < 1.0
+
+
+def test_bad_check_mode_is_named() -> None:
+    with pytest.raises(ValueError, match="check must be one of 'best', 'measured', 'none', "
+                                         "not 'all'"):
+        msviz.Session("GMM-0", check="all")
+
+
+# -- the wrong kernel in a session's batch -----------------------------------------------------
+
+
+def test_wrong_schedule_is_marked_never_best_never_picked(tmp_path: Path,
+                                                          tiny_session: Any) -> None:
+    wd = tmp_path / "wd"
+    session = tiny_session(wd, check="measured")
+    mod = session.workload.mod
+    tuner = session._make_tuner()
+    tuner.setup()
+    events = []
+    session.events.subscribe(events.append)
+    wrong, right = wrong_schedule(mod), right_schedule(mod)
+    items = [(s, compat.ArgInfo.from_entry_func(s.mod, remove_preproc=True),
+              {"origin": "fresh", "pick": "score"}, int(compat.structural_hash(s.mod)))
+             for s in (wrong, right)]
+    try:
+        tuner.measure_batch(items, generation=0)
+    finally:
+        tuner.close()
+    measured = next(e for e in events if e.kind == "measured")
+    bad, good = measured["trials"]
+    assert bad["error_kind"] == "wrong" and bad["run_secs"] is None and bad["latency_us"] is None
+    assert bad["check"] == "wrong" and bad["error"].startswith("wrong result: Z differs in ")
+    assert good["check"] == "ok" and good["error"] is None and good["latency_us"] > 0
+    # the cost model learnt the wrong one as a failure (no run_secs), the right one as measured
+    assert next(e for e in events if e.kind == "cost_model_updated")["trained_on"] == 2
+
+    run = msviz.open(wd)
+    trials = run.trials
+    assert list(trials["status"]) == ["wrong_result", "ok"]
+    assert list(trials["check"]) == ["wrong", "ok"]
+    assert math.isnan(trials["latency_us"].iloc[0]) and trials["run_secs"].iloc[0] == (1e10,)
+    assert run.best().index == 1
+    # the measured times stay in the sidecar
+    side = read_sidecar(wd).trials[1]
+    assert side["error_kind"] == "wrong" and len(side["measured_run_secs"]) == 1
+    assert side["measured_run_secs"][0] > 0
+    # the stock database: the record holds MetaSchedule's failure marker ...
+    first = json.loads((wd / db_files.RECORD_FILE).read_text().splitlines()[0])
+    assert first[1][1] == [1e10]
+    # ... so compile_tir picks the right schedule
+    target = compat.make_target("llvm")
+    database = compat.JSONDatabase(work_dir=str(wd))
+    picked = compat.ms.tir_integration.compile_tir(database, mod, target)
+    assert compat.structural_equal(picked.mod, right.mod)
+    assert not compat.structural_equal(picked.mod, wrong.mod)
+    # the live table says the same as the work dir
+    assert list(session.trials["status"]) == ["wrong_result", "ok"]
+    # and NumPy agrees: the wrong kernel is wrong, the right one right
+    x, y, z = random_inputs(mod, 3)
+    want = numpy_gmm(x, y)
+    assert not np.allclose(run_mod(wrong.mod, target, [x, y, z])[2], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_mod(right.mod, target, [x, y, z])[2], want, rtol=1e-4,
+                               atol=1e-4)
+
+
+def _batch(mod: Any, target: Any) -> tuple[list, list]:
+    scheds = [wrong_schedule(mod), right_schedule(mod), compat.Schedule(mod)]
+    items = [(s, compat.ArgInfo.from_entry_func(s.mod, remove_preproc=True), {}, 0)
+             for s in scheds]
+    measurer = Measurer(target)
+    built = measurer.build([s.mod for s in scheds])
+    measurer.close()
+    assert all(b.error is None for b in built)
+    return items, built
+
+
+def test_best_mode_checks_until_the_fastest_right_one() -> None:
+    mod = workloads.get("GMM-0").mod
+    target = compat.make_target("llvm")
+    items, built = _batch(mod, target)
+    try:
+        checker = ResultChecker(mod, target, seed=5, mode="best")
+        # the wrong one is fastest: checked and failed; the next fastest is right: the end
+        timed = [MeasureResult((1e-5,), None, None), MeasureResult((2e-5,), None, None),
+                 MeasureResult((3e-5,), None, None)]
+        out = checker.check_batch(items, built, timed, best_secs=math.inf)
+        assert [i[2].get("check") for i in items] == ["wrong", "ok", None]
+        assert out[0].error_kind == "wrong" and out[0].run_secs is None
+        assert items[0][2]["measured_run_secs"] == [1e-5]
+        assert out[1:] == timed[1:]
+        # the right one is fastest: only it is checked
+        for item in items:
+            item[2].clear()
+        timed = [MeasureResult((3e-5,), None, None), MeasureResult((1e-5,), None, None),
+                 MeasureResult((2e-5,), None, None)]
+        out = checker.check_batch(items, built, timed, best_secs=math.inf)
+        assert [i[2].get("check") for i in items] == [None, "ok", None] and out == timed
+        # nothing beats the best so far: nothing to check
+        items[1][2].clear()
+        assert checker.check_batch(items, built, timed, best_secs=5e-6) == timed
+        assert all(not i[2] for i in items)
+        # "none" checks nothing, even a wrong fastest candidate
+        off = ResultChecker(mod, target, seed=5, mode="none")
+        timed = [MeasureResult((1e-5,), None, None)] * 3
+        assert off.check_batch(items, built, timed, best_secs=math.inf) == timed
+    finally:
+        Measurer.cleanup(built)
+
+
+# -- a correct session, and Trial.check on a stock work dir ------------------------------------
+
+
+def test_default_session_best_checks_ok_against_numpy(tmp_path: Path, tiny_session: Any) -> None:
+    session = tiny_session(tmp_path / "wd")  # check="best" by default
+    session.start()
+    assert session.wait(600) == "finished", session.end_reason
+    trials = session.trials
+    # every trial that was the best so far after its batch was checked, and is right
+    best_so_far = []
+    best = math.inf
+    for _, batch in trials.groupby("batch", sort=True):
+        if batch["latency_us"].min() < best:
+            best = batch["latency_us"].min()
+            best_so_far.append(int(batch["latency_us"].idxmin()))
+    assert best_so_far and all(trials["check"].iloc[i] == "ok" for i in best_so_far)
+    assert set(trials["check"].dropna()) == {"ok"}
+    trial = session.best()
+    assert trials["check"].iloc[trial.index] == "ok"
+    assert (trials["status"] == "ok").all()
+    result = trial.check()
+    assert result.ok and result.max_abs_diff <= 1e-4
+    # independent: the best kernel against NumPy
+    target = compat.make_target("llvm")
+    x, y, z = random_inputs(session.workload.mod, 11)
+    np.testing.assert_allclose(run_mod(trial.mod, target, [x, y, z])[2], numpy_gmm(x, y),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_trial_check_on_a_stock_work_dir(tmp_path: Path) -> None:
+    wd = _root_conftest().tune_stock("GMM-0", tmp_path / "stock", trials=8)
+    run = msviz.open(wd)
+    assert run.trials["check"].isna().all()  # stock work dirs have no checks
+    best = run.best()
+    res = best.check()
+    assert res.ok and res.outcome == "ok" and res.max_abs_diff <= 1e-4
+    x = np.ones((1, 128, 128), "float32")
+    y = np.full((1, 128, 128), 0.5, "float32")
+    res = best.check(inputs={"X": x, "Y": y})
+    assert res.ok  # every output is 64.0 on both sides
+    with pytest.raises(ValueError, match=r"inputs name unknown argument.*W.*the arguments are "
+                                         r"X, Y, Z"):
+        best.check(inputs={"W": x})
+    with pytest.raises(ValueError, match=r"input Y has shape \(2, 2\)"):
+        best.check(inputs=[x, np.zeros((2, 2))])
+    # a stock run does not check: a wrong kernel committed with good-looking times
+    mod = workloads.get("GMM-0").mod
+    wrong = wrong_schedule(mod)
+    database = compat.JSONDatabase(work_dir=str(wd))
+    token = database.commit_workload(mod)
+    database.commit_tuning_record(compat.TuningRecord(
+        wrong.trace, token, [1e-6], compat.make_target("llvm"),
+        compat.ArgInfo.from_entry_func(wrong.mod, remove_preproc=True)))
+    run = msviz.open(wd)
+    stored = run.trial(-1)
+    assert compat.structural_equal(stored.mod, wrong.mod)
+    res = stored.check()
+    assert not res.ok and res.outcome == "wrong" and 1e-3 < res.max_abs_diff < 1.0
+    assert res.detail.startswith("Z differs in ")
