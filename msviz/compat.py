@@ -376,10 +376,16 @@ def target_has_features(target: Any, features: tuple[str, ...]) -> bool:
 
 
 def register_intrins_for(trace: Any) -> None:
-    """Register the tensor intrinsics (:func:`register_tensor_intrins`) if ``trace`` tensorizes,
-    so replaying it in a fresh process finds ``dot_16x4_vnni`` (msviz's fixed one)."""
-    if not _INTRINS_READY and any(
-            str(inst.kind.name) in ("Tensorize", "Blockize") for inst in trace.insts):
+    """Register the tensor intrinsics (:func:`register_tensor_intrins`) if ``trace`` (a Trace,
+    or a tuning record's JSON) tensorizes, so reading or replaying it in a fresh process finds
+    ``dot_16x4_vnni`` (msviz's fixed one)."""
+    if _INTRINS_READY:
+        return
+    if isinstance(trace, Trace):
+        uses = any(str(inst.kind.name) == "Tensorize" for inst in trace.insts)
+    else:
+        uses = '"Tensorize"' in str(trace) or "'Tensorize'" in str(trace)
+    if uses:
         register_tensor_intrins()
 
 

@@ -334,6 +334,7 @@ class Run:
         try:
             _, record_json = db_files.read_record_json(path, offset)
             workload_obj = compat.Workload.from_json([entry.shash, entry.payload])
+            compat.register_intrins_for(record_json)
             return compat.TuningRecord.from_json(record_json, workload_obj)
         except Exception as err:  # a line corrupted inside its trace: say where
             raise WorkDirError(
