@@ -34,7 +34,14 @@ DESCRIPTIONS = {
     "SFM": "softmax over rows",
     "CBR": "conv2d + bias + batch norm + relu",
     "TBG": "transpose + batch matmul",
+    "I8DP": "int8 dense u8 x i8 -> i32, weight packed [N/16, K/4, 16, 4] (M, N, K)",
+    "I8DU": "int8 dense u8 x i8 -> i32, weight unpacked [N, K] (M, N, K)",
+    "I8C2D": "int8 conv2d NCHWc u8 x i8 -> i32 (N, IC, H, W, OC, KH, KW)",
 }
+
+#: The int8 workloads, in the layouts AVX-512 VNNI wants (and the unpacked dense, whose
+#: space tensorizes with a wrong answer: the trap the result check catches).
+INT8 = ("I8DP", "I8DU", "I8C2D")
 
 
 def _te_workload() -> Any:
@@ -43,9 +50,16 @@ def _te_workload() -> Any:
     return te_workload
 
 
+def _configs() -> dict[str, tuple[Any, list[tuple]]]:
+    """te_workload's CONFIGS plus msviz's int8 workloads: name -> (te function, sizes)."""
+    from msviz import int8_workloads
+
+    return {**_te_workload().CONFIGS, **int8_workloads.CONFIGS}
+
+
 def catalogue() -> dict[str, list[tuple]]:
     """Every catalogue name with its list of size tuples (the ``index`` picks one)."""
-    configs = _te_workload().CONFIGS
+    configs = _configs()
     return {name: list(configs[name][1]) for name in DESCRIPTIONS if name in configs}
 
 
@@ -124,7 +138,7 @@ def get(name: str, index: int | None = None, *, shape: tuple | None = None) -> W
                 f"{name!r} names index {match.group(2)} but index={index} was given"
             )
         index = int(match.group(2))
-    configs = _te_workload().CONFIGS
+    configs = _configs()
     if key not in DESCRIPTIONS or key not in configs:
         raise WorkloadError(
             f"unknown workload {name!r}; catalogue names: {', '.join(sorted(catalogue()))}"

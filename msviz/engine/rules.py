@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from msviz import compat
+from msviz.engine import intrinsics
 from msviz.errors import MsvizError
 
 __all__ = ["RuleError", "RuleSet", "RuleSpec"]
@@ -130,6 +131,15 @@ def _build(namespace: Any, spec: RuleSpec, kind: str) -> Any:
         raise RuleError(f"{kind} {spec.name}: invalid parameters {spec.params}: {err}") from None
 
 
+def _validate_rule(spec: RuleSpec) -> None:
+    """Build a rule now to name a bad parameter; a tensorizing rule whose intrinsic does not
+    exist is kept (the session leaves it out with a warning and tunes without it)."""
+    intrin = intrinsics.intrin_of(spec)
+    if intrin is not None and compat.tensor_intrin(intrin) is None:
+        return
+    _build(compat.ms.schedule_rule, spec, "rule")
+
+
 class RuleSet:
     """Schedule rules, postprocs and mutator probabilities for a design-space generator.
 
@@ -153,6 +163,8 @@ class RuleSet:
         self.postprocs = [self._spec(p) for p in postprocs]
         self.mutator_probs = dict(mutator_probs)
         self.mutator_params = copy.deepcopy(_MUTATOR_PARAMS)
+        #: Why rules were left out by the last :meth:`build` (unusable tensor intrinsics).
+        self.skipped: list[str] = []
 
     @staticmethod
     def _spec(item: Any) -> RuleSpec:
@@ -169,16 +181,29 @@ class RuleSet:
         Parameters
         ----------
         target : str | Target
-            ``"llvm"`` gives editable specs; other kinds (``"cuda"``) hold MetaSchedule's own
-            default objects, which can be removed or reordered but not re-parameterized.
+            ``"llvm"`` gives editable specs (the generic CPU rules); an llvm Target whose CPU has
+            AVX-512 VNNI adds MetaSchedule's tensorizing rule and postproc for
+            ``dot_16x4_vnni``, as MetaSchedule's own choice by target does; other kinds
+            (``"cuda"``) hold MetaSchedule's own default objects, which can be removed or
+            reordered but not re-parameterized.
         """
         kind = target if isinstance(target, str) else str(compat.make_target(target).kind.name)
         if kind == "llvm":
-            return cls(
+            out = cls(
                 [RuleSpec(n, copy.deepcopy(p)) for n, p in _LLVM_RULES],
                 list(_LLVM_POSTPROCS),
                 dict(_LLVM_MUTATORS),
             )
+            intrin = None if isinstance(target, str) else intrinsics.default_intrin(target)
+            if intrin is not None:  # MetaSchedule's DefaultX86 rules for a VNNI CPU
+                (rule, rparams), (post, pparams) = intrinsics.tensorize_specs(intrin)
+                out.schedule_rules.insert(
+                    [s.name for s in out.schedule_rules].index("MultiLevelTiling"),
+                    RuleSpec(rule, rparams))
+                out.postprocs.insert(
+                    [s.name for s in out.postprocs].index("RewriteReductionBlock") + 1,
+                    RuleSpec(post, pparams))
+            return out
         ms = compat.ms
         rules = list(ms.schedule_rule.ScheduleRule.create(kind))
         postprocs = list(ms.postproc.Postproc.create(kind))
@@ -211,7 +236,7 @@ class RuleSet:
                 f"rule {spec.name} is a ready-made object; replace it instead of editing it"
             )
         new = RuleSpec(spec.name, {**spec.params, **params})
-        _build(compat.ms.schedule_rule, new, "rule")  # validate now, name the parameter
+        _validate_rule(new)
         spec.params = new.params
         return self
 
@@ -223,12 +248,16 @@ class RuleSet:
     def insert(self, index: int, rule: Any, **params: Any) -> RuleSet:
         """Insert a schedule rule: a class name with parameters, or a ScheduleRule object."""
         spec = RuleSpec(rule, dict(params)) if isinstance(rule, str) else self._spec(rule)
-        _build(compat.ms.schedule_rule, spec, "rule")
+        _validate_rule(spec)
         self.schedule_rules.insert(index, spec)
         return self
 
-    def build(self) -> tuple[list[Any], list[Any], dict[Any, float]]:
+    def build(self, target: Any = None, *, lazy_intrins: bool = False,
+              ) -> tuple[list[Any], list[Any], dict[Any, float]]:
         """MetaSchedule objects: (schedule rules, postprocs, {mutator: probability}).
+
+        A tensorizing rule whose intrinsic does not exist (or, given ``target``, needs a CPU
+        feature the target lacks) is left out; :attr:`skipped` then says why.
 
         Raises
         ------
@@ -236,7 +265,17 @@ class RuleSet:
             Naming the rule and parameter that is invalid.
         """
         ms = compat.ms
-        rules = [_build(ms.schedule_rule, s, "rule") for s in self.schedule_rules]
+        self.skipped = []
+        rules = []
+        for s in self.schedule_rules:
+            intrin = intrinsics.intrin_of(s)
+            if lazy_intrins and intrin in compat.INTRIN_FEATURES and not compat.intrins_ready():
+                continue  # a stock intrinsic: checked by name, built once registered (15-30 s)
+            why = intrinsics.unusable(intrin, target) if intrin is not None else None
+            if why is not None:  # tune without it, and say why (shown as a warning event)
+                self.skipped.append(why)
+                continue
+            rules.append(_build(ms.schedule_rule, s, "rule"))
         postprocs = [_build(ms.postproc, s, "postproc") for s in self.postprocs]
         mutators: dict[Any, float] = {}
         for name, prob in self.mutator_probs.items():
@@ -248,14 +287,22 @@ class RuleSet:
             mutators[_build(ms.mutator, spec, "mutator")] = float(prob)
         return rules, postprocs, mutators
 
+    def intrinsics(self) -> list[str]:
+        """The tensor intrinsics the rules tile for (``MultiLevelTilingWithIntrin``)."""
+        return [i for i in map(intrinsics.intrin_of, self.schedule_rules) if i is not None]
+
     def validate(self) -> RuleSet:
-        """Build everything once; raises :class:`RuleError` if anything is invalid."""
-        self.build()
+        """Build everything once; raises :class:`RuleError` if anything is invalid.
+
+        Rules for MetaSchedule's own tensor intrinsics are checked by name only while TVM's
+        intrinsics are not yet registered (registering them takes 15-30 s; the tuner's thread
+        does it), so a Session starts at once."""
+        self.build(lazy_intrins=True)
         return self
 
-    def space_generator(self) -> Any:
-        """A ``PostOrderApply`` space generator using these rules."""
-        rules, postprocs, mutators = self.build()
+    def space_generator(self, target: Any = None) -> Any:
+        """A ``PostOrderApply`` space generator using these rules (see :meth:`build`)."""
+        rules, postprocs, mutators = self.build(target)
         return compat.ms.space_generator.PostOrderApply(
             sch_rules=rules, postprocs=postprocs, mutator_probs=mutators
         )

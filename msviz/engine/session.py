@@ -151,7 +151,7 @@ class Session:
             self.tasks = [models.ModelTask(0, self.workload.name, 1, self.workload)]
         #: The model's (or the workload's) name: the task of session-level events.
         self.name = self.model.name if self.model is not None else self.workload.name
-        self.rules = (rules or RuleSet.default(str(self.target.kind.name))).copy().validate()
+        self.rules = (rules or RuleSet.default(self.target)).copy().validate()
         self.work_dir = Path(work_dir) if work_dir is not None else Path(
             tempfile.mkdtemp(prefix="msviz-"))
         records = self.work_dir / db_files.RECORD_FILE

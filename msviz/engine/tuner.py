@@ -21,6 +21,7 @@ from msviz.engine import callbacks
 from msviz.engine.candidates import decisions_of
 from msviz.engine.check import ResultChecker
 from msviz.engine.evolution import EvolutionarySearch
+from msviz.engine.intrinsics import unused as unused_intrins
 from msviz.engine.measure import Measurer
 from msviz.engine.presets import SearchKnobs
 from msviz.engine.replay_search import ReplayTrace
@@ -228,11 +229,16 @@ class Tuner:
 
     def _make_context(self, rules: RuleSet) -> None:
         self.context = compat.ms.TuneContext(
-            mod=self.workload.mod, target=self.target, space_generator=rules.space_generator(),
+            mod=self.workload.mod, target=self.target,
+            space_generator=rules.space_generator(self.target),
             search_strategy=None, task_name=self.task, rand_state=self.seed,
             num_threads=self.num_threads, logger=self.logger,
         )
         spaces = list(self.context.generate_design_space())
+        for message in rules.skipped + unused_intrins(  # tensor intrinsics that cannot work
+                [i for i in rules.intrinsics() if not any(repr(i) in m for m in rules.skipped)],
+                spaces, self.workload):
+            self.emit("warning", message=message)
         self.emit("design_spaces", count=len(spaces), rules=str(rules), spaces=[
             {"index": i, "trace": "\n".join(s.trace.as_python(remove_postproc=True)),
              "decisions": decisions_of(s.trace)} for i, s in enumerate(spaces)])

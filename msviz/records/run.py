@@ -81,6 +81,7 @@ class Trial:
     def schedule(self) -> Any:
         """The schedule replayed from the trace, as ``Database.query_schedule`` does."""
         sch = compat.Schedule(self.record.workload.mod, debug_mask=0, error_render_level="detail")
+        compat.register_intrins_for(self.trace)
         self.trace.apply_to_schedule(sch, remove_postproc=False)
         return sch
 
@@ -384,6 +385,7 @@ class Run:
         try:
             _, record_json = db_files.read_record_json(path, offset)
             workload_obj = compat.Workload.from_json([entry.shash, entry.payload])
+            compat.register_intrins_for(record_json)
             return compat.TuningRecord.from_json(record_json, workload_obj)
         except Exception as err:  # a line corrupted inside its trace: say where
             raise WorkDirError(

@@ -7,13 +7,23 @@ TVM produces without a GPU (nvcc can compile it here, see :func:`compile_cuda`).
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 import tvm
 
 from msviz import compat
 
-__all__ = ["SOURCE_FORMATS", "compile_cuda", "generated_source", "lowered_tir", "tvmscript"]
+__all__ = [
+    "SOURCE_FORMATS",
+    "SPECIAL_INSTRUCTIONS",
+    "SpecialInstructions",
+    "compile_cuda",
+    "generated_source",
+    "lowered_tir",
+    "special_instructions",
+    "tvmscript",
+]
 
 #: The ``fmt`` values :func:`generated_source` accepts, per target kind.
 SOURCE_FORMATS = {"llvm": ("ll", "asm"), "c": ("c",), "cuda": ("cuda", "host-ll", "host-asm")}
@@ -153,3 +163,43 @@ def compile_cuda(source: str, *, arch: str = "sm_90", target_format: str = "ptx"
     with compat.make_target("cuda"):
         out = nvcc.compile_cuda(source, target_format=target_format, arch=arch, compiler="nvcc")
     return bytes(out)
+
+
+#: Instructions that do the work of a tensor intrinsic on x86, highlighted in the code view:
+#: AVX-512 VNNI / AVX-VNNI dot products (u8 x i8 and i16 x i16 into i32, plain and saturating),
+#: the AVX-512BW pair they replace, and AMX tile dot products.
+SPECIAL_INSTRUCTIONS = (
+    "vpdpbusd", "vpdpbusds", "vpdpwssd", "vpdpwssds", "vpmaddubsw", "vpmaddwd",
+    "tdpbusd", "tdpbssd", "tdpbf16ps",
+)
+
+
+class SpecialInstructions(NamedTuple):
+    """Where special instructions occur in generated code."""
+
+    counts: dict[str, int]  # instruction -> occurrences (only those that occur)
+    lines: tuple[int, ...]  # 0-based numbers of the lines that use one
+
+
+def special_instructions(source: str, names: tuple[str, ...] = SPECIAL_INSTRUCTIONS
+                         ) -> SpecialInstructions:
+    """Find special instructions in assembly or LLVM IR.
+
+    Parameters
+    ----------
+    source : str
+        Assembly (``vpdpbusd zmm0, zmm1, zmm2``) or LLVM IR (``@llvm.x86.avx512.vpdpbusd.512``).
+    names : tuple of str
+        The mnemonics to look for.
+    """
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, names)) +
+                         r")(?![A-Za-z0-9_])")
+    counts: dict[str, int] = {}
+    lines = []
+    for i, line in enumerate(source.splitlines()):
+        found = pattern.findall(line)
+        if found:
+            lines.append(i)
+            for name in found:
+                counts[name] = counts.get(name, 0) + 1
+    return SpecialInstructions(counts, tuple(lines))

@@ -360,6 +360,7 @@ def apply_trace(
     outcome : ReplayOutcome
     """
     named = [p if isinstance(p, tuple) else (type(p).__name__, p) for p in postprocs]
+    compat.register_intrins_for(trace)
     try:
         sch = schedule if schedule is not None else compat.Schedule(
             mod, seed=seed, debug_mask=0, error_render_level="none")

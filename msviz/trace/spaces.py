@@ -11,7 +11,9 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-__all__ = ["DesignSpace", "generate_design_spaces", "trial_decisions"]
+__all__ = [
+    "DesignSpace", "design_spaces_and_warnings", "generate_design_spaces", "trial_decisions",
+]
 
 
 class DesignSpace(NamedTuple):
@@ -25,6 +27,12 @@ class DesignSpace(NamedTuple):
 
 def generate_design_spaces(mod: Any, target: Any = "llvm", rules: Any = None
                            ) -> list[DesignSpace]:
+    """The design spaces of ``mod`` under ``rules`` (see :func:`design_spaces_and_warnings`)."""
+    return design_spaces_and_warnings(mod, target, rules)[0]
+
+
+def design_spaces_and_warnings(mod: Any, target: Any = "llvm", rules: Any = None
+                               ) -> tuple[list[DesignSpace], list[str]]:
     """The design spaces of ``mod`` under ``rules`` (MetaSchedule's PostOrderApply).
 
     Parameters
@@ -35,6 +43,13 @@ def generate_design_spaces(mod: Any, target: Any = "llvm", rules: Any = None
         Target of the rules.
     rules : RuleSet, optional
         Schedule rules, postprocs and mutators (default: the target's defaults).
+
+    Returns
+    -------
+    spaces, warnings : list of DesignSpace, list of str
+        The warnings say why a tensor intrinsic the rules name was not used (it does not exist,
+        the target lacks its instructions, or no block of the workload matches it), as a
+        session's ``warning`` events do.
     """
     from msviz import compat
     from msviz.engine.rules import RuleSet
@@ -43,17 +58,23 @@ def generate_design_spaces(mod: Any, target: Any = "llvm", rules: Any = None
 
     workload = resolve(mod)
     target = compat.make_target(target)
-    rules = rules or RuleSet.default(str(target.kind.name))
+    from msviz.engine.intrinsics import unused
+
+    rules = rules or RuleSet.default(target)
     ctx = compat.ms.TuneContext(mod=workload.mod, target=target,
-                                space_generator=rules.space_generator(), num_threads=1)
-    return [
+                                space_generator=rules.space_generator(target), num_threads=1)
+    schedules = list(ctx.generate_design_space())
+    skipped = list(rules.skipped)
+    offered = [i for i in rules.intrinsics() if not any(repr(i) in m for m in skipped)]
+    spaces = [
         DesignSpace(
             k, tuple(sch.trace.as_python(remove_postproc=True)),
             tuple((s.index, s.kind, s.count) for s in decision_sites(sch, workload.mod)),
             sch.mod.script(),
         )
-        for k, sch in enumerate(ctx.generate_design_space())
+        for k, sch in enumerate(schedules)
     ]
+    return spaces, skipped + unused(offered, schedules, workload)
 
 
 def _categorical_value(inst: Any, decision: Any) -> Any:

@@ -23,12 +23,21 @@ class SpaceInfo(NamedTuple):
     sites: tuple[tuple[int, str, int], ...]  # (instruction index, kind, choice count)
     size: int
     script: str  # its IRModule (with the design space's sampled decisions) as TVMScript
+    intrinsics: tuple[str, ...] = ()  # tensor intrinsics its blocks are tiled for
 
 
 class DesignSpaceInfo(NamedTuple):
     """All design spaces of a workload under one rule set."""
 
     spaces: tuple[SpaceInfo, ...]
+    #: Why a tensor intrinsic the rules name is not used (does not exist, the target lacks its
+    #: instructions, no block matches it).
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def tensorized(self) -> tuple[int, ...]:
+        """Indices of the spaces that use a tensor intrinsic."""
+        return tuple(s.index for s in self.spaces if s.intrinsics)
 
 
 class SpaceChange(NamedTuple):
@@ -46,22 +55,40 @@ def _key(trace_python: Iterable[str]) -> str:
     return "\n".join(_DECISION.sub(")", line) for line in trace_python)
 
 
-def design_space_info(spaces: Iterable[Any]) -> DesignSpaceInfo:
-    """Each space's decision-free key and size (the product of its sites' choice counts).
+#: How a trace marks a block for the tensorize postproc (``MultiLevelTilingWithIntrin``).
+_AUTO_TENSORIZE = re.compile(
+    r'ann_key="meta_schedule\.auto_tensorize",\s*ann_val="([^"]+)"')
+
+
+def _intrinsics(trace_python: Iterable[str]) -> tuple[str, ...]:
+    found: list[str] = []
+    for line in trace_python:
+        for name in _AUTO_TENSORIZE.findall(line):
+            if name not in found:
+                found.append(name)
+    return tuple(found)
+
+
+def design_space_info(spaces: Iterable[Any], warnings: Iterable[str] = ()) -> DesignSpaceInfo:
+    """Each space's decision-free key, size (the product of its sites' choice counts) and the
+    tensor intrinsics it uses.
 
     Parameters
     ----------
     spaces : iterable of DesignSpace
         From :func:`msviz.trace.spaces.generate_design_spaces` (``index``, ``trace`` as
         Python lines, ``sites`` as ``(instruction, kind, choices)``, ``script``).
+    warnings : iterable of str
+        Why a tensor intrinsic was not used (from
+        :func:`msviz.trace.spaces.design_spaces_and_warnings`).
     """
     return DesignSpaceInfo(tuple(
         SpaceInfo(
             int(s.index), _key(s.trace), "\n".join(s.trace), tuple(map(tuple, s.sites)),
-            math.prod(int(n) for _, _, n in s.sites), s.script,
+            math.prod(int(n) for _, _, n in s.sites), s.script, _intrinsics(s.trace),
         )
         for s in spaces
-    ))
+    ), tuple(warnings))
 
 
 def space_changes(old: DesignSpaceInfo, new: DesignSpaceInfo) -> SpaceChange:

@@ -3,12 +3,14 @@ any two trials."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
 
-from msviz.widgets.common import ErrorArea, Selection, code_html
+from msviz.trace.code import SpecialInstructions, special_instructions
+from msviz.widgets.common import MARK_STYLE, ErrorArea, Selection, code_html
 
 __all__ = ["CODE_KINDS", "CodeView"]
 
@@ -36,6 +38,16 @@ def code_text(trial: Any, kind: str, target: Any) -> str:
     if kind == "cuda":
         return T.generated_source(trial, target, "cuda")
     return T.generated_source(trial, target, kind)
+
+
+def special_html(special: SpecialInstructions) -> str:
+    """One line naming the special instructions found (highlighted in the code)."""
+    if not special.counts:
+        return ("<span style='color:#777'>(no special instructions: no VNNI / AMX dot "
+                "products)</span>")
+    found = ", ".join(f"<code>{html.escape(k)}</code> x{v}" for k, v in special.counts.items())
+    return (f"<span class='msviz-special' style='{MARK_STYLE};display:inline;padding:0 4px'>"
+            f"special instructions: {found} ({len(special.lines)} lines highlighted)</span>")
 
 
 class CodeView(W.VBox):
@@ -92,7 +104,12 @@ class CodeView(W.VBox):
             return
         self.error.clear()
         self.title.value = f"<b>trial {index}</b>"
-        self.code.value = code_html(text, language)
+        marks: tuple[int, ...] = ()
+        if kind in ("asm", "ll"):
+            special = special_instructions(text)
+            marks = special.lines
+            self.title.value += " " + special_html(special)
+        self.code.value = code_html(text, language, mark_lines=marks)
         self.diff_b.value = self.diff_a.value
         self.diff_a.value = index
 

@@ -23,8 +23,14 @@ class Selection(traitlets.HasTraits):
     task = traitlets.Unicode("")
 
 
-def code_html(text: str, language: str = "python", *, max_height: str = "480px") -> str:
-    """Syntax-highlighted code as an HTML block (pygments; plain text if unknown)."""
+#: Background of the lines ``code_html`` marks (``mark_lines``).
+MARK_STYLE = "background:#ffe08a;display:inline-block;min-width:100%"
+
+
+def code_html(text: str, language: str = "python", *, max_height: str = "480px",
+              mark_lines: tuple[int, ...] = ()) -> str:
+    """Syntax-highlighted code as an HTML block (pygments; plain text if unknown); the
+    0-based ``mark_lines`` get a highlighted background."""
     try:
         from pygments import highlight
         from pygments.formatters import HtmlFormatter
@@ -34,6 +40,10 @@ def code_html(text: str, language: str = "python", *, max_height: str = "480px")
         body = highlight(text, lexer, HtmlFormatter(noclasses=True, nowrap=True))
     except Exception:  # no lexer for this language: show it plain
         body = html.escape(text)
+    if mark_lines:
+        marked = set(mark_lines)
+        body = "\n".join(f'<span class="msviz-mark" style="{MARK_STYLE}">{line}</span>'
+                         if i in marked else line for i, line in enumerate(body.split("\n")))
     return (
         f'<pre class="msviz-code" style="max-height:{max_height};overflow:auto;font-size:12px;'
         f'background:#f8f8fa;padding:8px;margin:0">{body}</pre>'

@@ -8,7 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.trace.spaces import generate_design_spaces
+from msviz.trace.spaces import design_spaces_and_warnings
 from msviz.views.design_spaces import DesignSpaceInfo, design_space_info, space_changes
 from msviz.widgets.common import ErrorArea, code_html
 
@@ -45,7 +45,8 @@ class DesignSpaceView(W.VBox):
     def show_rules(self, rules: Any) -> None:
         """Generate the spaces under ``rules`` and mark what changed since the last rules."""
         try:
-            new = design_space_info(generate_design_spaces(self.workload, self.target, rules))
+            new = design_space_info(*design_spaces_and_warnings(self.workload, self.target,
+                                                                 rules))
         except Exception as err:
             self.error.show(self, err)
             return
@@ -56,20 +57,7 @@ class DesignSpaceView(W.VBox):
             self.space.options = [(f"space {s.index} (size {s.size:,})", s.index)
                                   for s in new.spaces]
             self.space.value = new.spaces[0].index if new.spaces else None
-        rows = "".join(
-            f"<tr><td>{s.index}</td><td>{len(s.sites)}</td><td>{s.size:,}</td>"
-            f"<td>{html.escape(', '.join(sorted({k for _, k, _ in s.sites})))}</td></tr>"
-            for s in new.spaces)
-        note = ""
-        if self.changes is not None:
-            note = (f"<p>after the rule edit: {len(self.changes.appeared)} space(s) appeared "
-                    f"{list(self.changes.appeared)}, {len(self.changes.disappeared)} "
-                    f"disappeared {list(self.changes.disappeared)}, {len(self.changes.kept)} "
-                    "kept</p>")
-        self.summary.value = (
-            f"<b>{len(new.spaces)} design space(s)</b>{note}<table class='msviz-spaces'>"
-            "<tr><th>space</th><th>sites</th><th>size</th><th>kinds</th></tr>"
-            f"{rows}</table>")
+        self.summary.value = summary_html(new, self.changes)
         self._draw()
 
     def _draw(self) -> None:
@@ -79,5 +67,40 @@ class DesignSpaceView(W.VBox):
             self.detail.value = ""
             return
         sites = "".join(f"<li>#{i} {html.escape(k)}: {n:,} choices</li>" for i, k, n in s.sites)
-        self.detail.value = (f"<ul>{sites}</ul><b>Trace</b>{code_html(s.trace)}"
+        uses = ""
+        if s.intrinsics:
+            uses = ("<p>uses tensor intrinsic " + ", ".join(
+                f"<code>{html.escape(i)}</code>" for i in s.intrinsics) + ": its blocks are "
+                "blockized and annotated <code>meta_schedule.auto_tensorize</code>; the "
+                "<code>RewriteTensorize</code> postproc replaces them with the intrinsic</p>")
+        self.detail.value = (f"{uses}<ul>{sites}</ul><b>Trace</b>{code_html(s.trace)}"
                              f"<b>IRModule</b>{code_html(s.script)}")
+
+
+#: Style of a space that uses a tensor intrinsic, and of a warning.
+TENSORIZED_STYLE = "background:#efe6ff"
+WARNING_STYLE = "color:#8a5300;background:#fff4e0;padding:4px 8px;margin:4px 0"
+
+
+def summary_html(info: DesignSpaceInfo, changes: Any = None) -> str:
+    """The table of spaces (tensorized ones marked with their intrinsic) and the warnings."""
+    rows = "".join(
+        f"<tr style='{TENSORIZED_STYLE if s.intrinsics else ''}'><td>{s.index}</td>"
+        f"<td>{len(s.sites)}</td><td>{s.size:,}</td>"
+        f"<td>{html.escape(', '.join(sorted({k for _, k, _ in s.sites})))}</td>"
+        f"<td>{html.escape(', '.join(s.intrinsics)) or '-'}</td></tr>"
+        for s in info.spaces)
+    warnings = "".join(f"<div class='msviz-warning' style='{WARNING_STYLE}'>&#9888; "
+                       f"{html.escape(w)}</div>" for w in info.warnings)
+    used = len(info.tensorized)
+    head = f"<b>{len(info.spaces)} design space(s)</b>"
+    if used:
+        head += f", {used} use a tensor intrinsic"
+    note = ""
+    if changes is not None:
+        note = (f"<p>after the rule edit: {len(changes.appeared)} space(s) appeared "
+                f"{list(changes.appeared)}, {len(changes.disappeared)} "
+                f"disappeared {list(changes.disappeared)}, {len(changes.kept)} kept</p>")
+    return (f"{head}{note}{warnings}<table class='msviz-spaces'>"
+            "<tr><th>space</th><th>sites</th><th>size</th><th>kinds</th>"
+            f"<th>tensor intrinsic</th></tr>{rows}</table>")

@@ -9,7 +9,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.widgets.common import ErrorArea, Selection
+from msviz.widgets.common import ErrorArea, Selection, code_html
 
 __all__ = ["TraceView"]
 
@@ -17,19 +17,56 @@ __all__ = ["TraceView"]
 NO_TRIAL = "<i>Select a trial (click a row in the Trials tab) to see and edit its trace.</i>"
 
 
-def trace_table_html(rows: Any) -> str:
-    """The trace rows as an HTML table; sampling rows highlighted, explanations as tooltips."""
+#: Style of the rows that take part in tensorization (blockize, tensorize, the annotations).
+TENSORIZE_STYLE = "background:#efe6ff;font-weight:600"
+
+
+def trace_table_html(rows: Any, tensorize: Any = None) -> str:
+    """The trace rows as an HTML table; sampling rows highlighted, explanations as tooltips.
+
+    ``tensorize`` (a :class:`~msviz.trace.tensorize.TensorizeInfo`) marks its steps, each with
+    a badge naming the intrinsic.
+    """
+    steps = {s.index: s for s in tensorize.steps} if tensorize is not None else {}
     out = ['<table class="msviz-trace" style="font-size:12px;border-collapse:collapse">']
     for row in rows.itertuples():
-        style = "background:#fff6d6;font-weight:600" if row.sampling else (
-            "color:#777" if row.postproc else "")
+        step = steps.get(row.index)
+        style = TENSORIZE_STYLE if step is not None else (
+            "background:#fff6d6;font-weight:600" if row.sampling else (
+                "color:#777" if row.postproc else ""))
+        badge = ""
+        if step is not None:
+            label = step.kind.lower() + (f" {step.intrin}" if step.intrin else "")
+            badge = (f' <span class="msviz-tensorize" style="background:#6b3fa0;color:white;'
+                     f'border-radius:3px;padding:0 4px;font-size:11px">'
+                     f"{html.escape(label)}</span>")
         out.append(
             f'<tr style="{style}" title="{html.escape(str(row.explanation))}">'
             f'<td style="padding:1px 6px;text-align:right">{row.index}</td>'
-            f'<td style="padding:1px 6px"><code>{html.escape(str(row.python))}</code></td></tr>'
+            f'<td style="padding:1px 6px"><code>{html.escape(str(row.python))}</code>{badge}'
+            "</td></tr>"
         )
     out.append("</table>")
     return "".join(out)
+
+
+def intrinsics_html(tensorize: Any) -> str:
+    """Each tensor intrinsic a trace uses: its description and implementation as TVMScript."""
+    if tensorize is None or not tensorize.intrinsics:
+        return ""
+    parts = []
+    for intrin in tensorize.intrinsics:
+        instr = ", ".join(intrin.instructions)
+        parts.append(
+            f'<details class="msviz-intrinsic" open><summary><b>Tensor intrinsic '
+            f"<code>{html.escape(intrin.name)}</code></b>"
+            + (f" (compiles to <code>{html.escape(instr)}</code>)" if instr else "")
+            + "</summary><div style='display:flex;gap:8px'><div style='flex:1;min-width:0'>"
+            "<i>description</i> (what a block must match)"
+            f"{code_html(intrin.description, max_height='260px')}</div>"
+            "<div style='flex:1;min-width:0'><i>implementation</i> (what replaces it)"
+            f"{code_html(intrin.implementation, max_height='260px')}</div></div></details>")
+    return "".join(parts)
 
 
 class TraceView(W.VBox):
@@ -59,6 +96,8 @@ class TraceView(W.VBox):
         self.replay: Any = None
         self.title = W.HTML()
         self.table = W.HTML()
+        self.intrinsics = W.HTML()
+        self.tensorize: Any = None
         self.editors = W.VBox()
         self.reset_button = W.Button(description="Reset", icon="undo")
         self.measure_button = W.Button(description="Measure", icon="play", disabled=True,
@@ -73,7 +112,7 @@ class TraceView(W.VBox):
                       layout=W.Layout(min_width="420px", flex="0 0 420px"))
         super().__init__([
             self.title, W.HBox([left, W.Box([self.table], layout=W.Layout(flex="1 1 auto"))]),
-            self.status, self.error, self.diff,
+            self.intrinsics, self.status, self.error, self.diff,
         ])
         self.show(self.selection.trial)
 
@@ -82,25 +121,31 @@ class TraceView(W.VBox):
     def show(self, index: int) -> None:
         """Show trial ``index``: its instructions and one editor per decision site."""
         from msviz.trace import decision_sites, trace_rows
+        from msviz.trace.tensorize import tensorize_info
 
         self.replay, self.diff.value, self.status.value = None, "", ""
         self.measure_button.disabled = True
         if index < 0:
             self.trial, self.sites = None, []
             self.editors.children, self.table.value = (), ""
+            self.tensorize, self.intrinsics.value = None, ""
             self.title.value = NO_TRIAL
             return
         try:
             self.trial = self.get_trial(index)
             self.sites = decision_sites(self.trial)
             rows = trace_rows(self.trial)
+            self.tensorize = tensorize_info(self.trial)
         except Exception as err:
             self.error.show(self, err)
             return
         self.error.clear()
+        used = ", ".join(i.name for i in self.tensorize.intrinsics)
         self.title.value = f"<b>Trace of trial {index}</b> ({len(rows)} instructions, " \
-            f"{len(self.sites)} decision sites)"
-        self.table.value = trace_table_html(rows)
+            f"{len(self.sites)} decision sites" + (
+                f"; tensorized with <code>{html.escape(used)}</code>" if used else "") + ")"
+        self.table.value = trace_table_html(rows, self.tensorize)
+        self.intrinsics.value = intrinsics_html(self.tensorize)
         editors = []
         for site in self.sites:
             label = f"#{site.index} {site.kind.replace('Sample', '')}"

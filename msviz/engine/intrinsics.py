@@ -1,0 +1,108 @@
+"""Tensor intrinsics in a rule set: which one the target's CPU takes, and why one cannot be used.
+
+MetaSchedule tensorizes in two steps: the schedule rule ``MultiLevelTilingWithIntrin`` tiles a
+block so its innermost loops match the intrinsic's description, blockizes them and annotates the
+block ``meta_schedule.auto_tensorize = <intrinsic>``; the postproc ``RewriteTensorize`` replaces
+each annotated block with the intrinsic's implementation. msviz derives the rule from the whole
+target (as MetaSchedule does when it picks the rules itself), and when the intrinsic cannot work
+says which reason applies, and tunes without it instead of failing every candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msviz import compat
+
+__all__ = [
+    "AUTO_TENSORIZE",
+    "INTRIN_RULE",
+    "default_intrin",
+    "intrin_of",
+    "tensorize_specs",
+    "unusable",
+    "unused",
+]
+
+#: The rule that tiles for an intrinsic, and the block annotation it leaves for the postproc.
+INTRIN_RULE = "MultiLevelTilingWithIntrin"
+AUTO_TENSORIZE = "meta_schedule.auto_tensorize"
+
+
+def default_intrin(target: Any) -> str | None:
+    """The intrinsic MetaSchedule's default rules use on this target (VNNI CPUs), or None."""
+    if compat.target_has_features(target, compat.INTRIN_FEATURES[compat.VNNI_INTRIN]):
+        return compat.VNNI_INTRIN
+    return None
+
+
+def tensorize_specs(intrin: str) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
+    """(rule, postproc) name and parameters, as MetaSchedule's ``DefaultX86`` rules set them."""
+    rule = {
+        "intrin_name": intrin, "structure": "SSRSRS", "tile_binds": None,
+        "max_innermost_factor": 64, "vector_load_lens": None, "reuse_read": None,
+        "reuse_write": {"req": "may", "levels": [1, 2], "scope": "global"},
+    }
+    return (INTRIN_RULE, rule), ("RewriteTensorize", {"vectorize_init_loop": True})
+
+
+def intrin_of(spec: Any) -> str | None:
+    """The intrinsic a rule spec names (``MultiLevelTilingWithIntrin``), or None."""
+    if spec.name != INTRIN_RULE:
+        return None
+    if "intrin_name" in spec.params:
+        return str(spec.params["intrin_name"])
+    obj = spec.obj
+    return str(obj.intrin_name) if obj is not None and hasattr(obj, "intrin_name") else None
+
+
+def unusable(intrin: str, target: Any = None) -> str | None:
+    """Why ``intrin`` cannot be used (on ``target``), or None when it can."""
+    if compat.tensor_intrin(intrin) is None:
+        known = ", ".join(sorted(compat.INTRIN_FEATURES))
+        return (f"tensor intrinsic {intrin!r} does not exist (not registered with TVM; x86 ones: "
+                f"{known}): tuning without it")
+    needs = compat.INTRIN_FEATURES.get(intrin)
+    if target is not None and needs and not compat.target_has_features(target, needs):
+        mcpu = compat.describe_target(target)
+        return (f"tensor intrinsic {intrin!r} needs the CPU feature(s) {', '.join(needs)}, which "
+                f"the target ({mcpu}) lacks: tuning without it")
+    return None
+
+
+def unused(intrins: list[str], spaces: list[Any], workload: Any) -> list[str]:
+    """Messages for intrinsics the rules offer but no design space of an eligible workload uses.
+
+    ``spaces`` are Schedules (or trace texts); ``workload`` a msviz Workload. A workload is
+    eligible when its arguments have the dtypes of the intrinsic's operands (u8 and i8 for
+    VNNI: an fp32 matmul is not expected to tensorize); an int8 reduction whose extents do not
+    divide the intrinsic's (16 lanes x 4 bytes for VNNI) is not tiled for it.
+    """
+    texts = [s if isinstance(s, str) else "\n".join(s.trace.as_python()) for s in spaces]
+    dtypes = {dtype for dtype, _ in _operands(next(f for _, f in workload.mod.functions_items()))}
+    out = []
+    for intrin in intrins:
+        found = compat.tensor_intrin(intrin)
+        operands = {dtype for dtype, _ in _operands(found.desc)} if found else set()
+        if not operands <= dtypes:
+            continue
+        if not any(AUTO_TENSORIZE in t and intrin in t for t in texts):
+            shape = _shape(intrin)
+            out.append(
+                f"no design space of {workload.name} uses tensor intrinsic {intrin!r}: no block "
+                f"matches its description{shape} (dtypes, or extents that do not divide the "
+                "intrinsic's); tuning without tensorization")
+    return out
+
+
+def _operands(func: Any) -> list[tuple[str, tuple[int, ...]]]:
+    """(dtype, shape) of each argument of a PrimFunc."""
+    return [(str(a.dtype), tuple(int(d) for d in a.shape))
+            for a in compat.ArgInfo.from_prim_func(func)]
+
+
+def _shape(intrin: str) -> str:
+    found = compat.tensor_intrin(intrin)
+    if found is None:
+        return ""
+    return " (" + ", ".join(f"{d}{list(s)}" for d, s in _operands(found.desc)) + ")"

@@ -1,0 +1,176 @@
+"""Auto-tensorization with AVX-512 VNNI on this CPU: msviz's fixed intrinsic, default sessions
+that tensorize the int8 workloads, and clear warnings when an intrinsic cannot be used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import msviz
+from msviz import compat, workloads
+from msviz.engine import RuleSet
+from msviz.int8_workloads import pack_weight
+from msviz.trace import code
+
+HOST = compat.make_target("llvm")
+HAS_VNNI = compat.target_has_features(HOST, ("avx512vnni",))
+needs_vnni = pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX-512 VNNI")
+
+#: Knobs small enough for a 2-core machine shared with other tuning jobs.
+TINY: dict[str, Any] = {
+    "population_size": 16,
+    "init_min_unmeasured": 8,
+    "genetic_num_iters": 1,
+    "evaluator_config": {"number": 2, "repeat": 1, "min_repeat_ms": 0},
+    "seed": 1,
+}
+
+
+def _dense_inputs(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    return a, w, a.astype(np.int32) @ w.T.astype(np.int32)
+
+
+def _run(lib: Any, *arrays: np.ndarray) -> np.ndarray:
+    import tvm
+
+    args = [tvm.runtime.tensor(x) for x in arrays]
+    lib(*args)
+    return args[-1].numpy()
+
+
+def _hand_tensorized(intrin: str) -> Any:
+    """I8DP-0 tiled by hand so its inner 16x4 loops are one ``intrin`` call."""
+    sch = compat.Schedule(workloads.get("I8DP-0").mod)
+    block = sch.get_sblock("C")
+    i, j, k = sch.get_loops(block)
+    jo, ji = sch.split(j, [None, 16])
+    ko, ki = sch.split(k, [None, 4])
+    sch.reorder(i, jo, ko, ji, ki)
+    sch.decompose_reduction(block, ko)
+    sch.tensorize(ji, intrin)
+    return sch
+
+
+@needs_vnni
+def test_stock_vnni_still_fails_and_msvizs_builds_right() -> None:
+    """The pinned TVM's dot_16x4_vnni fails LLVM 22's verifier; msviz's computes numpy's answer.
+
+    When the first half fails, TVM's implementation builds: msviz's replacement
+    (``compat._vnni_impl``) can go.
+    """
+    import tvm
+
+    compat.register_tensor_intrins()
+    stock = tvm.s_tir.TensorIntrin.get(compat.VNNI_INTRIN).desc
+    tvm.s_tir.TensorIntrin.register("msviz_test_stock_vnni", stock, compat.stock_vnni_impl(),
+                                    override=True)
+    assert compat.vnni_needs_fix(), "LLVM < 22: the stock implementation should build again"
+    with pytest.raises(Exception, match="vpdpbusd"):
+        code.build(_hand_tensorized("msviz_test_stock_vnni"), HOST)
+
+    sch = _hand_tensorized(compat.VNNI_INTRIN)  # msviz's, registered under the stock name
+    lib = code.build(sch, HOST)
+    assert "vpdpbusd" in lib.inspect_source("asm")
+    a, w, want = _dense_inputs(64, 64, 64)
+    got = _run(lib, a, pack_weight(w), np.zeros((64, 64), np.int32))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_default_rules_follow_the_target() -> None:
+    vnni = RuleSet.default({"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2})
+    plain = RuleSet.default({"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2})
+    assert [s.name for s in vnni.schedule_rules] == [
+        "ApplyCustomRule", "InlineConstantScalars", "AutoInline", "AddRFactor",
+        "MultiLevelTilingWithIntrin", "MultiLevelTiling", "ParallelizeVectorizeUnroll",
+        "RandomComputeLocation"]
+    assert vnni.intrinsics() == ["dot_16x4_vnni"]
+    assert [s.name for s in vnni.postprocs] == [
+        "DisallowDynamicLoop", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock",
+        "RewriteTensorize", "RewriteLayout"]
+    assert vnni.postprocs[3].params == {"vectorize_init_loop": True}
+    assert [s.name for s in plain.schedule_rules] == [
+        s.name for s in RuleSet.default("llvm").schedule_rules]
+    assert plain.intrinsics() == []
+
+
+@needs_vnni
+def test_default_session_tensorizes_packed_int8_dense(tmp_path: Path) -> None:
+    """The must-show: 32 trials of a default session on I8DP-0 use vpdpbusd and are right."""
+    session = msviz.Session("I8DP-0", work_dir=tmp_path / "wd", max_trials=32,
+                            trials_per_batch=16, **TINY)
+    session.start()
+    assert session.wait(900) == "finished"
+    assert not session.events.of_kind("warning")
+    run = session.open()
+    assert (run.trials["status"] == "ok").sum() >= 16
+    best = run.best()
+    tensorize = [inst for inst in best.trace.insts if inst.kind.name == "Tensorize"]
+    assert [str(inst.attrs[0]) for inst in tensorize] == ["dot_16x4_vnni"]
+    asm = code.generated_source(best, session.target, "asm")
+    assert "vpdpbusd" in asm
+    a, w, want = _dense_inputs(64, 64, 64)
+    got = _run(code.build(best, session.target), a, pack_weight(w), np.zeros((64, 64), np.int32))
+    np.testing.assert_array_equal(got, want)
+
+
+def _tiny_session(tmp_path: Path, workload: Any, **kw: Any) -> Any:
+    options = {**TINY, "max_trials": 4, "trials_per_batch": 4, "strategy": "replay", **kw}
+    session = msviz.Session(workload, work_dir=tmp_path / "wd", **options)
+    session.start()
+    assert session.wait(600) == "finished"
+    return session
+
+
+def _warnings(session: Any) -> list[str]:
+    return [e["message"] for e in session.events.of_kind("warning")]
+
+
+def _tensorized_spaces(session: Any) -> int:
+    spaces = session.events.of_kind("design_spaces")[-1]["spaces"]
+    return sum("meta_schedule.auto_tensorize" in s["trace"] for s in spaces)
+
+
+def test_unknown_intrinsic_is_named_and_tuning_goes_on(tmp_path: Path) -> None:
+    rules = RuleSet.default({"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2})
+    rules.set("MultiLevelTilingWithIntrin", intrin_name="dot_16x4_nope")
+    session = _tiny_session(tmp_path, "I8DP-0", rules=rules)
+    assert _warnings(session) == [
+        "tensor intrinsic 'dot_16x4_nope' does not exist (not registered with TVM; x86 ones: "
+        "dot_16x4_avx512, dot_16x4_vnni): tuning without it"]
+    assert _tensorized_spaces(session) == 0
+    assert (session.open().trials["status"] == "ok").all()
+
+
+def test_target_without_vnni_is_named_and_tuning_goes_on(tmp_path: Path) -> None:
+    rules = RuleSet.default({"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2})
+    target = {"kind": "llvm", "mcpu": "skylake-avx512"}
+    session = _tiny_session(tmp_path, "I8DP-0", rules=rules, target=target)
+    assert _warnings(session) == [
+        "tensor intrinsic 'dot_16x4_vnni' needs the CPU feature(s) avx512vnni, which the "
+        f"target ({compat.describe_target(session.target)}) lacks: tuning without it"]
+    assert _tensorized_spaces(session) == 0
+    assert (session.open().trials["status"] == "ok").all()
+
+
+@needs_vnni
+def test_shapes_that_do_not_divide_the_intrinsic_are_named(tmp_path: Path) -> None:
+    wl = workloads.get("I8DU", shape=(8, 20, 30))
+    session = _tiny_session(tmp_path, wl)
+    assert _warnings(session) == [
+        f"no design space of {wl.name} uses tensor intrinsic 'dot_16x4_vnni': no block "
+        "matches its description (uint8[4], int8[16, 4], int32[16]) (dtypes, or extents that "
+        "do not divide the intrinsic's); tuning without tensorization"]
+    assert _tensorized_spaces(session) == 0
+    assert (session.open().trials["status"] == "ok").all()
+
+
+@needs_vnni
+def test_fp32_workload_gets_no_intrinsic_warning(tmp_path: Path) -> None:
+    session = _tiny_session(tmp_path, workloads.get("GMM", shape=(1, 16, 16, 16)))
+    assert _warnings(session) == []
