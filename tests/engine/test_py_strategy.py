@@ -184,9 +184,10 @@ def run_python(seed: int, **knobs: Any) -> dict[str, Any]:
     ctx = _context(strategy, seed)
     ctx.pre_tuning(10**6, PICK, ctx.generate_design_space(), ms.database.MemoryDatabase(),
                    FixedScores())
+    search, inits = strategy.search, []
+    sample = search.sample_init_population
+    search.sample_init_population = lambda num: inits.extend(sample(num)) or inits  # keep them
     try:
-        search = strategy.search
-        inits = search.sample_init_population(KNOBS["population_size"])
         picks = ctx.generate_measure_candidates()
     finally:
         ctx.post_tuning()
