@@ -22,7 +22,10 @@ The protocol is the C++ strategy's (``EvolutionarySearchNode``):
 * ``post_tuning``: ends the search (frees its threads); ``clone``: same knobs, no state.
 
 Knobs the stock task scheduler owns are not the strategy's: ``cost_model_warmup`` (pass
-``cost_model=XGBModel(num_warmup_samples=...)`` to the tuning call) has no effect here. The other
+``cost_model=XGBModel(num_warmup_samples=...)`` to the tuning call) has no effect here, and the
+cost model reaches the strategy as a bare MetaSchedule object, so an ``XGBModel``'s warm-up scores
+come from numpy's global random state, as in stock MetaSchedule (a Session draws them from its
+seed). The other
 knobs of a preset apply as in a :class:`msviz.Session`; ``skip_db_measured`` (preset ``"msviz"``)
 counts the schedules the database already holds for the workload as measured, so a run that
 continues a work dir does not measure them again.

@@ -75,9 +75,19 @@ def test_stock_tune_tir_runs_msviz_search(tmp_path: Path) -> None:
 
 
 def test_protocol_counts_trials_and_ends_like_the_cpp() -> None:
-    """``[st, ed)`` window: the last batch is cut to max_trials, then None; clone keeps knobs."""
-    strategy = search_strategy("stock", population_size=16, init_min_unmeasured=8,
-                               genetic_num_iters=1, seed=5)
+    """``[st, ed)`` window: the last batch is cut to max_trials, then None; a clone (made by
+    C++, as ``tune_tir`` does) runs with the same knobs and no state."""
+    seen: list[tuple[str, Any]] = []
+
+    def watch(stage: Any) -> None:
+        if stage.kind == "initial_population":
+            seen.append(("fresh", stage.data["fresh"]))
+        elif stage.kind == "generation":
+            seen.append(("size", stage.data["size"]))
+
+    strategy = search_strategy("stock", population_size=12, init_min_unmeasured=8,
+                               genetic_num_iters=1, seed=5, on_stage=watch)
+    assert isinstance(strategy, MsvizSearchStrategy)
     ctx = _context(strategy, seed=1)
     ctx.pre_tuning(6, 4, ctx.generate_design_space(), ms.database.MemoryDatabase(),
                    ms.cost_model.RandomModel(seed=1))
@@ -87,9 +97,14 @@ def test_protocol_counts_trials_and_ends_like_the_cpp() -> None:
         ctx.notify_runner_results(cands, [ms.runner.RunnerResult([1e-5], None)] * len(cands))
     ctx.post_tuning()
     assert sizes == [4, 2]
-    clone = strategy.clone()  # through C++: the knobs survive, the state does not
-    assert isinstance(strategy, MsvizSearchStrategy)
-    assert clone is not strategy
+    assert seen == [("fresh", 12), ("size", 12), ("size", 12)] * 2
+    seen.clear()
+    clone_ctx = _context(strategy.clone(), seed=2)  # TuneContext initializes the clone
+    clone_ctx.pre_tuning(3, 4, clone_ctx.generate_design_space(), ms.database.MemoryDatabase(),
+                         ms.cost_model.RandomModel(seed=1))
+    assert len(clone_ctx.generate_measure_candidates()) == 3
+    clone_ctx.post_tuning()
+    assert seen == [("fresh", 12), ("size", 12), ("size", 12)]
 
 
 def test_bad_input_names_what_is_wrong() -> None:
