@@ -2,6 +2,7 @@
 
 from msviz import models, workloads
 from msviz.engine import RuleSet, Session
+from msviz.engine.py_strategy import search_strategy as search_strategy
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open

@@ -30,6 +30,8 @@ Workload = ms.database.Workload
 ArgInfo = ms.arg_info.ArgInfo
 
 structural_equal = tvm_ffi.structural_equal
+#: Decorator making a Python subclass of ``PySearchStrategy`` / ``PyCostModel``... a TVM object.
+derived_object = importlib.import_module("tvm.ir.utils").derived_object
 structural_hash = tvm_ffi.structural_hash
 
 #: Value MetaSchedule stores as ``run_secs`` for a candidate that failed to build or run.
