@@ -5,6 +5,7 @@ stages; every stage is an event (see :mod:`msviz.engine.events`). States::
 
     idle -> running <-> paused -> stopping -> stopped
                    \\-> finished | failed
+    running <-> waiting (for RPC devices; pausable, stoppable)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from msviz.records import database as db_files
 
 __all__ = ["STATES", "Session", "SessionStateError"]
 
-STATES = ("idle", "running", "paused", "stopping", "finished", "stopped", "failed")
+STATES = ("idle", "running", "waiting", "paused", "stopping", "finished", "stopped", "failed")
 _ENDED = ("finished", "stopped", "failed")
 _STEPS = ("batch", "generation")
 
@@ -70,7 +71,9 @@ class Session:
     resume : bool
         Continue what ``work_dir`` holds (required when it already holds records).
     builder, runner : str | Builder | Runner
-        ``"local"`` (default), ``"rpc"`` (runner), or MetaSchedule objects.
+        ``"local"`` (default), ``"rpc"`` (runner), or MetaSchedule objects. The runner may
+        also be :func:`msviz.rpc`'s spec (a tracker and key); over RPC the session waits for
+        devices (state ``"waiting"``) before tuning and whenever no server holds the key.
     num_threads : int, optional
         Threads for the search and the cost model (default: the cores this process may use).
     builder_timeout, runner_timeout : float
@@ -123,6 +126,10 @@ class Session:
             "runner_timeout": runner_timeout, "evaluator_config": evaluator_config,
             "max_workers": None,
         }
+        from msviz.engine.rpc import fleet_of
+
+        #: The tracker and key when measuring over RPC (an RPCSpec), else None.
+        self.fleet = fleet_of(runner)
         self.events = EventLog()
         self._cond = threading.Condition(threading.RLock())
         self._state = "idle"
@@ -142,7 +149,7 @@ class Session:
 
     @property
     def state(self) -> str:
-        """One of idle, running, paused, stopping, finished, stopped, failed."""
+        """One of idle, running, waiting, paused, stopping, finished, stopped, failed."""
         return self._state
 
     @property
@@ -180,7 +187,7 @@ class Session:
             if self._state == "idle":
                 self._launch()
                 return True
-            if self._state in ("running", "paused", "stopping"):
+            if self._state in ("running", "waiting", "paused", "stopping"):
                 return False
             raise self._refuse("start", "a session runs once; open its work dir with "
                                "Session(..., work_dir=..., resume=True) to tune further")
@@ -194,10 +201,11 @@ class Session:
     def pause(self) -> bool:
         """Pause after the current stage. False if already paused or pausing."""
         with self._cond:
-            if self._state == "running":
+            if self._state in ("running", "waiting"):
                 if self._pause_requested:
                     return False
                 self._pause_requested = True
+                self._cond.notify_all()
                 return True
             if self._state == "paused":
                 return False
@@ -212,7 +220,7 @@ class Session:
                 self._step = None
                 self._cond.notify_all()
                 return True
-            if self._state == "running":
+            if self._state in ("running", "waiting"):
                 changed = self._pause_requested or self._step is not None
                 self._pause_requested, self._step = False, None
                 return changed
@@ -244,7 +252,7 @@ class Session:
                 self.end_reason = "stopped before it started"
                 self._cond.notify_all()
                 emit = True
-            elif self._state in ("running", "paused"):
+            elif self._state in ("running", "waiting", "paused"):
                 self._stop_requested = True
                 self._state = "stopping"
                 self._cond.notify_all()
@@ -257,10 +265,13 @@ class Session:
         return True
 
     def wait(self, timeout: float | None = None) -> str:
-        """Block until the session is paused or has ended (or ``timeout`` s); returns the state."""
+        """Block until the session is paused or has ended (or ``timeout`` s); returns the state.
+
+        Waiting for RPC devices counts as running (it ends by itself, or fails after the
+        runner's ``wait_timeout``)."""
         with self._cond:
             self._cond.wait_for(
-                lambda: self._state not in ("running", "stopping"), timeout=timeout)
+                lambda: self._state not in ("running", "waiting", "stopping"), timeout=timeout)
             return self._state
 
     def set_rules(self, rules: RuleSet) -> Future:
@@ -353,6 +364,7 @@ class Session:
                              flop=float(self.workload.flop), max_trials=self.max_trials,
                              trials_per_batch=self.trials_per_batch, resumed=self._resume,
                              knobs=vars(self.knobs).copy())
+            self._await_devices()
             with self._measure_lock:
                 tuner = self._tuner
                 if tuner is None or not tuner.ready:
@@ -368,6 +380,8 @@ class Session:
                         self.end_reason = end.value
                         break
                 self._checkpoint(kind)
+                if kind == "batch":
+                    self._await_devices()
             final = "finished"
         except _StopRequested:
             final, self.end_reason = "stopped", "stopped on request"
@@ -416,6 +430,42 @@ class Session:
                 self.events.emit("warning", self.workload.name,
                                  message=f"{name} failed: {type(err).__name__}: {err}")
                 future.set_exception(err)
+
+    def _await_devices(self) -> None:
+        """Over RPC: say what the tracker holds (a ``devices`` event); with no server under
+        the key, wait in state ``"waiting"`` (``waiting_for_devices`` events), pausable and
+        stoppable, until one registers or the runner's ``wait_timeout`` passes."""
+        from msviz.engine import rpc
+
+        spec, task = self.fleet, self.workload.name
+        if spec is None:
+            return
+        while True:
+            status, error = None, None
+            try:
+                status = rpc.tracker_status(spec.tracker, spec.key)
+            except rpc.TrackerError as err:
+                error = str(err)
+            self.events.emit("devices", task, **rpc.status_event(status, spec, error))
+            if status is not None and status.total > 0:
+                return
+            with self._cond:
+                if self._state == "running":
+                    self._state = "waiting"
+                    self._cond.notify_all()
+            try:
+                rpc.wait_for_devices(
+                    spec, first=status, error=error,
+                    emit=lambda **data: self.events.emit("waiting_for_devices", task, **data),
+                    stop=lambda: self._stop_requested or self._pause_requested)
+            finally:
+                with self._cond:
+                    if self._state == "waiting":
+                        self._state = "running"
+                        self._cond.notify_all()
+            if not (self._stop_requested or self._pause_requested):
+                continue  # a server registered: emit what the tracker holds now
+            self._checkpoint("waiting")  # stops, or pauses until resumed; then look again
 
     def _checkpoint(self, kind: str) -> None:
         """Between stages: apply commands, stop, or pause (waiting there for commands)."""

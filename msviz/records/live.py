@@ -27,7 +27,7 @@ from msviz.records.sidecar import SIDECAR_FILE
 __all__ = ["LiveRun"]
 
 _LINEAGE = ("iteration", "origin", "pick", "predicted_score", "design_space", "mutator",
-            "parent", "ancestor_line")
+            "parent", "ancestor_line", "device")
 
 
 class LiveRun(Run):

@@ -59,6 +59,7 @@ SIDECAR_COLUMNS = [
     "mutator",
     "parent",
     "ancestor_line",
+    "device",
     "remeasured_secs",
 ]
 
@@ -66,7 +67,8 @@ SIDECAR_COLUMNS = [
 ALL_COLUMNS = TRIAL_COLUMNS + SIDECAR_COLUMNS
 
 #: What ``status`` can be. ``infra_error``: the measuring infrastructure failed (watchdog,
-#: no device, a lost batch), not the candidate; ``failed``: a ``1e10`` record with no error text.
+#: no device, a lost batch), not the candidate; ``device_lost``: the RPC server measuring it
+#: died or left the fleet; ``failed``: a ``1e10`` record with no error text.
 STATUSES = (
     "ok",
     "build_error",
@@ -74,6 +76,7 @@ STATUSES = (
     "run_error",
     "run_timeout",
     "infra_error",
+    "device_lost",
     "failed",
 )
 
@@ -105,7 +108,7 @@ def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str 
     ----------
     run_secs : sequence of float, optional
         What the stock database holds (``[1e10]`` for a failure).
-    error_kind : {"build", "run", "infra"}, optional
+    error_kind : {"build", "run", "infra", "device_lost"}, optional
         Where it failed (sidecar, event or log); ``"run"`` is assumed for error text without one.
     error : str, optional
         The error text; a ``Timeout`` in it makes ``*_timeout``.
@@ -117,6 +120,8 @@ def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str 
         return "failed"
     if kind == "infra":
         return "infra_error"
+    if kind == "device_lost":
+        return "device_lost"
     timeout = error is not None and "Timeout" in error
     return f"{kind}_{'timeout' if timeout else 'error'}"
 
