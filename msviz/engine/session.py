@@ -364,7 +364,7 @@ class Session:
                              flop=float(self.workload.flop), max_trials=self.max_trials,
                              trials_per_batch=self.trials_per_batch, resumed=self._resume,
                              knobs=vars(self.knobs).copy())
-            self._await_devices()
+            self._await_devices(first=True)
             with self._measure_lock:
                 tuner = self._tuner
                 if tuner is None or not tuner.ready:
@@ -431,7 +431,7 @@ class Session:
                                  message=f"{name} failed: {type(err).__name__}: {err}")
                 future.set_exception(err)
 
-    def _await_devices(self) -> None:
+    def _await_devices(self, *, first: bool = False) -> None:
         """Over RPC: say what the tracker holds (a ``devices`` event); with no server under
         the key, wait in state ``"waiting"`` (``waiting_for_devices`` events), pausable and
         stoppable, until one registers or the runner's ``wait_timeout`` passes."""
@@ -440,6 +440,8 @@ class Session:
         spec, task = self.fleet, self.workload.name
         if spec is None:
             return
+        if first and rpc.is_exposed(spec.host):
+            self.events.emit("warning", task, message=rpc.exposure_warning(spec.host))
         while True:
             status, error = None, None
             try:

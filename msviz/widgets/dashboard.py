@@ -31,6 +31,7 @@ _REFRESH_KINDS = {"measured", "remeasured", "finished", "stopped", "failed", "st
 _ENABLED = {
     "idle": {"start", "step_batch", "step_generation", "stop"},
     "running": {"pause", "step_batch", "step_generation", "stop"},
+    "waiting": {"pause", "stop"},  # for RPC devices
     "paused": {"resume", "step_batch", "step_generation", "stop"},
     "stopping": set(),
     "finished": set(),
@@ -115,6 +116,12 @@ class Dashboard(W.VBox):
             self.rules_editor = RulesEditor(self.session.rules, on_apply=self._apply_rules)
             children += [("Evolution", self.evolution), ("Design spaces", self.spaces),
                          ("Rules", self.rules_editor)]
+        self.devices = None  # the Devices tab, last, when the session measures over RPC
+        if self.session is not None and getattr(self.session, "fleet", None) is not None:
+            from msviz.widgets.devices_view import DevicesView
+
+            self.devices = DevicesView(self.session.events.snapshot(), self.session.trials)
+            children.append(("Devices", self.devices))
         self.tabs = W.Tab(children=[c for _, c in children])
         self.tabs.titles = [t for t, _ in children]
         self.tabs.observe(self._on_tab, names="selected_index")
@@ -211,6 +218,8 @@ class Dashboard(W.VBox):
             self._evolution_stale = True
             if self._showing(self.evolution):
                 self._update_evolution()
+        if self.devices is not None and kinds & {"devices", "waiting_for_devices", "measured"}:
+            self.devices.update(self.session.events.snapshot(), self._trials())
         self.updates += 1
         self.last_seq = max(self.last_seq, max(e.seq for e in events))
         self.last_update = time.monotonic()
