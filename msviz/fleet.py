@@ -116,7 +116,7 @@ class LocalFleet:
         self.host = LOOPBACK
         self.tracker: FleetMember | None = None
         self.servers: list[FleetMember] = []
-        self._logdir = tempfile.mkdtemp(prefix="msviz-fleet-")
+        self._logdir = ""  # made by start()
         self._started = 0
         atexit.register(_stop_ref, weakref.ref(self))
 
@@ -131,6 +131,7 @@ class LocalFleet:
         """Start the tracker, then the servers; wait until they are all registered."""
         if self.tracker is not None:
             raise FleetError("this fleet is already started")
+        self._logdir = tempfile.mkdtemp(prefix="msviz-fleet-")
         self.tracker = self._spawn("tracker", self.tracker_port, [
             "tvm.exec.rpc_tracker", "--host", LOOPBACK, "--port", str(self.tracker_port),
             "--port-end", str(self.tracker_port + 1)])
@@ -225,7 +226,8 @@ class LocalFleet:
                 member.proc.wait()
             _killpg(member, signal.SIGKILL)  # whatever the guard left in its group
         self.servers, self.tracker = [], None
-        shutil.rmtree(self._logdir, ignore_errors=True)
+        if self._logdir:
+            shutil.rmtree(self._logdir, ignore_errors=True)
 
     def __enter__(self) -> LocalFleet:
         return self if self.tracker is not None else self.start()

@@ -193,3 +193,18 @@ def test_a_tracker_that_is_gone_is_not_retried_forever(tiny_session: Any, tmp_pa
     assert time.monotonic() - tic < 20
     assert "does not answer" in session.end_reason
     assert issubclass(NoDevicesError, msviz.MsvizError)
+
+
+def test_cli_devices_and_rpc_flag(fleet: LocalFleet, capsys: Any) -> None:
+    from msviz.cli import _runner, build_parser, main
+
+    assert main(["devices", fleet.address]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"tracker {fleet.address}\n")
+    for member in fleet.servers:
+        assert f"127.0.0.1:{member.port}" in out
+    assert "test-rpc                 2     2       0" in out
+    assert main(["devices", f"127.0.0.1:{free_port()}"]) == 2
+    assert "does not answer" in capsys.readouterr().err
+    args = build_parser().parse_args(["tune", "GMM-0", "--rpc", "127.0.0.1:9190:cpu-fleet"])
+    assert _runner(args) == {"runner": RPCSpec("127.0.0.1", 9190, "cpu-fleet")}
