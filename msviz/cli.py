@@ -1,4 +1,4 @@
-"""The ``msviz`` command: ``demo``, ``tune``, ``report`` and ``show``."""
+"""The ``msviz`` command: ``demo``, ``tune``, ``report``, ``show`` and ``devices``."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     session = Session(args.workload, target=args.target, work_dir=args.work_dir,
                       max_trials=args.trials, trials_per_batch=args.batch, seed=args.seed,
                       strategy=args.strategy, preset=args.preset, resume=args.resume,
-                      evaluator_config=evaluator, **extra, **knobs)
+                      evaluator_config=evaluator, **extra, **_runner(args), **knobs)
     from msviz.compat import describe_target
 
     if session.model is not None:
@@ -144,7 +144,7 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     start = last_table = time.perf_counter()
     session.start()
     try:
-        while session.wait(0.5) in ("running", "stopping"):
+        while session.wait(0.5) in ("running", "waiting", "stopping"):
             # the task table as it goes: when a task finishes, else at most once a minute
             if changes and ("task_done" in changes or time.perf_counter() - last_table > 60):
                 changes.clear()
@@ -180,6 +180,28 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     return 0
 
 
+def _runner(args: argparse.Namespace) -> dict:
+    from msviz.engine.rpc import parse_rpc
+
+    return {"runner": parse_rpc(args.rpc)} if getattr(args, "rpc", None) else {}
+
+
+def _cmd_devices(args: argparse.Namespace) -> int:
+    from msviz.engine import rpc
+    from msviz.views.devices import devices_info, devices_text
+
+    spec = rpc.rpc(args.address, key=args.key or "-")
+    try:
+        status = rpc.status_event(rpc.tracker_status(spec.tracker, spec.key), spec)
+    except rpc.TrackerError as err:
+        print(f"msviz: error: {err}", file=sys.stderr)
+        return 2
+    if not args.key:
+        status["key"] = None
+    print(devices_text(devices_info(status)))
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     # Small search knobs so the demo finishes in about a minute on 2 cores.
     return _tune(args, population_size=64, init_min_unmeasured=32, genetic_num_iters=2)
@@ -206,6 +228,10 @@ def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str |
     parser.add_argument("--min-repeat-ms", type=int, default=10,
                         help="runner: minimum time per timing repeat (default 10)")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    parser.add_argument("--rpc", metavar="HOST:PORT:KEY",
+                        help="measure on the RPC servers registered at this tracker under KEY "
+                        "(TVM RPC has no authentication: keep it on loopback or a private "
+                        "network)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -243,6 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("work_dir")
     show.add_argument("--top", type=int, default=10)
     show.set_defaults(func=_cmd_show)
+
+    devices = sub.add_parser("devices", help="print an RPC tracker's servers and queue")
+    devices.add_argument("address", metavar="HOST:PORT", help="the tracker, e.g. 127.0.0.1:9190")
+    devices.add_argument("--key", help="the device key to report on (default: all)")
+    devices.set_defaults(func=_cmd_devices)
     return parser
 
 

@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 
 from msviz import compat
-from msviz.engine.measure import MeasureResult
+from msviz.engine.measure import UNMEASURED_KINDS, MeasureResult
 from msviz.records import row
 
 __all__ = ["add_to_database", "update_cost_model"]
 
 #: Error kinds of candidates that never reach the cost model.
-UNTRAINED_KINDS = ("build", "infra")
+UNTRAINED_KINDS = ("build", *UNMEASURED_KINDS)
 
 
 class _Capture(logging.Handler):
@@ -58,24 +58,25 @@ def add_to_database(tuner: Any, sch: Any, args: Any, res: MeasureResult, info: d
     tuner.next_line += 1
     task_trial = tuner.next_task_trial
     tuner.next_task_trial += 1
-    if res.error_kind != "infra":
-        tuner.trials_done += 1  # infra failures do not count toward max_trials
+    if res.error_kind not in UNMEASURED_KINDS:
+        tuner.trials_done += 1  # infra failures and lost devices do not count
     shash = int(compat.structural_hash(sch.mod))
     tuner.line_by_hash.setdefault(shash, line)
     latency = row.mean_latency_us(secs)
     if res.ok:
         tuner.best_secs = min(tuner.best_secs, latency / 1e6)
     iso = row.iso_timestamp(stamp)
+    device = {"device": res.device} if res.device else {}  # the RPC server that measured it
     tuner.sidecar.trial(line, task=tuner.task, workload=tuner.workload_index,
                        task_trial=task_trial, batch=batch, generation=generation,
                        error_kind=res.error_kind, error=res.error, run_secs=res.run_secs,
-                       timestamp=iso, **info)
+                       timestamp=iso, **device, **info)
     _log_trial(tuner, task_trial, res)
     return {"line": line, "task": tuner.task, "workload": tuner.workload_index,
             "task_trial": task_trial, "batch": batch, "generation": generation,
             "timestamp": stamp, "run_secs": list(res.run_secs) if res.run_secs else None,
             "latency_us": latency if res.ok else None, "error_kind": res.error_kind,
-            "error": res.error, **info}
+            "error": res.error, **device, **info}
 
 
 def _log_trial(tuner: Any, task_trial: int, res: MeasureResult) -> None:

@@ -5,6 +5,11 @@ pool that stops answering (seen on loaded machines: the main thread waits on ``r
 is not caught. :class:`Measurer` therefore calls them on a helper thread with its own deadline;
 when it passes, it kills the pool's worker processes (its own, by PID), replaces the pool, and
 reports the batch as failed with a clear error, so the session goes on.
+
+Over RPC (:mod:`msviz.engine.rpc`) the runner's futures are collected one by one while the
+tracker is watched: a candidate whose server died is ``device_lost`` (not the candidate's
+fault: it is offered again later), and when no server holds the key any more the candidates
+still queued are given up as ``device_lost`` instead of waiting in the tracker's queue forever.
 """
 
 from __future__ import annotations
@@ -13,14 +18,17 @@ import math
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from msviz import compat
+from msviz.engine import rpc
 
 __all__ = [
     "ERROR_KINDS",
+    "UNMEASURED_KINDS",
     "BuildOutcome",
     "MeasureResult",
     "Measurer",
@@ -31,8 +39,13 @@ __all__ = [
 
 #: Error kinds of a :class:`MeasureResult`: the candidate failed to build, failed (or timed
 #: out) when run, or could not be measured for reasons outside it ("infra": a watchdog
-#: timeout, no CUDA device, a builder or runner that raised or lost the batch, an RPC error).
-ERROR_KINDS = ("build", "run", "infra")
+#: timeout, no CUDA device, a builder or runner that raised or lost the batch, an RPC error),
+#: or its RPC server died or left the fleet while it was measured ("device_lost").
+ERROR_KINDS = ("build", "run", "infra", "device_lost")
+
+#: Error kinds that say nothing about the candidate: stored and shown, never counted toward
+#: ``max_trials``, never trained into the cost model, and offered again later.
+UNMEASURED_KINDS = ("infra", "device_lost")
 
 #: Error texts of a runner that failed around the candidate rather than in it.
 _INFRA_MARKERS = (
@@ -72,6 +85,7 @@ class MeasureResult:
     run_secs: tuple[float, ...] | None
     error: str | None
     error_kind: str | None  # one of ERROR_KINDS, or None
+    device: str | None = None  # the RPC server that measured it ("host:port"), if known
 
     @property
     def ok(self) -> bool:
@@ -153,9 +167,10 @@ class Measurer:
     builder : str | Builder
         ``"local"`` (MetaSchedule's ``LocalBuilder`` with msviz's fast build function) or any
         MetaSchedule ``Builder``.
-    runner : str | Runner
-        ``"local"`` (``LocalRunner``), ``"rpc"`` (``RPCRunner`` configured from the
-        ``TVM_TRACKER_*`` environment variables) or any MetaSchedule ``Runner``.
+    runner : str | RPCSpec | Runner
+        ``"local"`` (``LocalRunner``), ``"rpc"`` (the tracker named by the ``TVM_TRACKER_*``
+        environment variables), :func:`msviz.rpc`'s spec, or any MetaSchedule ``Runner``
+        (an ``RPCRunner`` is watched like a spec: its tracker is read from ``rpc_config``).
     builder_timeout, runner_timeout : float
         Seconds per candidate, enforced by the builder and runner workers.
     evaluator_config : EvaluatorConfig | dict, optional
@@ -186,7 +201,11 @@ class Measurer:
         self.max_workers = max_workers or os.cpu_count() or 1
         self.watchdog_slack = float(watchdog_slack)
         self.evaluator_config = self._evaluator(evaluator_config)
+        if runner == "rpc":
+            runner = rpc.from_env()
         self._builder_spec, self._runner_spec = builder, runner
+        #: The tracker and key when measuring over RPC, else None.
+        self.fleet = rpc.fleet_of(runner)
         self.builder = self._make_builder(builder)
         self.runner = self._make_runner(runner, self.evaluator_config)
         self.pools_replaced = 0
@@ -217,11 +236,13 @@ class Measurer:
             return runner_mod.LocalRunner(
                 timeout_sec=self.runner_timeout, evaluator_config=evaluator_config
             )
-        if spec == "rpc":
-            return runner_mod.RPCRunner(
-                rpc_config=runner_mod.RPCConfig(session_timeout_sec=self.runner_timeout),
-                evaluator_config=evaluator_config,
-            )
+        if isinstance(spec, rpc.RPCSpec):
+            try:
+                servers = rpc.tracker_status(spec.tracker, spec.key).total
+            except rpc.TrackerError:
+                servers = 1
+            return spec.make_runner(evaluator_config, session_timeout=self.runner_timeout,
+                                    servers=servers)
         if isinstance(spec, str):
             raise ValueError(
                 f"unknown runner {spec!r}: use 'local', 'rpc' or a MetaSchedule Runner"
@@ -294,7 +315,8 @@ class Measurer:
                     out[i] = MeasureResult(None, f"LocalRunner: {why}", "infra")
                 return out  # type: ignore[return-value]
         runner = self.runner
-        temporary = evaluator_config is not None and isinstance(self._runner_spec, str)
+        temporary = evaluator_config is not None and isinstance(self._runner_spec,
+                                                                 (str, rpc.RPCSpec))
         if temporary:
             runner = self._make_runner(self._runner_spec, self._evaluator(evaluator_config))
         inputs = [
@@ -304,6 +326,9 @@ class Measurer:
         deadline = (self.runner_timeout + self.watchdog_slack / 3) * len(todo) + self.watchdog_slack
 
         def call() -> list[Any]:
+            if self.fleet is not None:
+                return self._collect_rpc(compat.runner_futures(runner, inputs),
+                                         [built[i].artifact for i in todo])
             return [f.result() for f in runner.run(inputs)]
 
         def on_timeout() -> None:
@@ -314,7 +339,7 @@ class Measurer:
         except WatchdogTimeout as err:
             if runner is self.runner:
                 self.runner = self._make_runner(self._runner_spec, self.evaluator_config) \
-                    if isinstance(self._runner_spec, str) else self.runner
+                    if isinstance(self._runner_spec, (str, rpc.RPCSpec)) else self.runner
             msg = f"msviz watchdog: the runner stopped answering ({err}); its worker was " \
                   "killed and replaced"
             for i in todo:
@@ -329,11 +354,93 @@ class Measurer:
             if temporary:
                 self._shutdown_runner(runner)
         for i, res in zip(todo, results):
+            if isinstance(res, MeasureResult):  # over RPC: classified already
+                out[i] = res
+                continue
             secs = tuple(float(s) for s in res.run_secs) if res.run_secs else None
             error = None if res.error_msg is None else str(res.error_msg)
             kind = None if not error else "infra" if is_infra_error(error) else "run"
             out[i] = MeasureResult(secs, error, kind)
         return out  # type: ignore[return-value]
+
+    def _collect_rpc(self, futures: list, artifacts: list[str | None]) -> list[MeasureResult]:
+        """Wait for RPC futures while watching the tracker; classify each outcome."""
+        spec = self.fleet
+        assert spec is not None
+        pending = set(range(len(futures)))
+        empty_since: float | None = None
+        next_check = time.monotonic() + spec.poll_interval
+        gone: str | None = None
+        try:
+            at_start = rpc.tracker_status(spec.tracker, spec.key).total
+        except rpc.TrackerError:
+            at_start = 0
+        while pending:
+            for k in sorted(pending):
+                if _future_done(futures[k]):
+                    pending.discard(k)
+            if not pending:
+                break
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + spec.poll_interval
+                try:
+                    total, why = rpc.tracker_status(spec.tracker, spec.key).total, \
+                        f"no RPC server holds key {spec.key!r} any more"
+                except rpc.TrackerError as err:
+                    total, why = 0, str(err)
+                if total:
+                    empty_since = None
+                elif empty_since is None:
+                    empty_since = now
+                elif now - empty_since >= 2 * spec.poll_interval:
+                    gone = why
+                    break
+            time.sleep(0.02)
+        servers: set[str] | None = None
+        results = []
+        for k, fut in enumerate(futures):
+            device = rpc.read_device(artifacts[k])
+            if k in pending:
+                results.append(MeasureResult(None, f"msviz: {gone}; the candidate was given up "
+                                             "while it waited for a server", "device_lost",
+                                             device))
+                continue
+            inner = getattr(fut, "future", None)
+            if inner is None:  # an RPCRunner subclass with its own futures: its text only
+                res = fut.result()
+                error = None if res.error_msg is None else str(res.error_msg)
+                secs = tuple(float(s) for s in res.run_secs) if res.run_secs else None
+                kind = None if not error else "device_lost" if is_infra_error(error) else "run"
+                results.append(MeasureResult(secs, error, kind, device))
+                continue
+            err = inner.exception()
+            if err is None:
+                secs = tuple(float(s) for s in inner.result())
+                results.append(MeasureResult(secs, None, None, device))
+                continue
+            if isinstance(err, TimeoutError):
+                limit = spec.session_timeout or self.runner_timeout
+                text = f"RPCRunner: Timeout, killed after {limit} seconds"
+                results.append(MeasureResult(None, text, "run", device))
+                continue
+            text = f"RPCRunner: An exception occurred\n{type(err).__name__}: {err}"
+            lost = rpc.is_device_lost(err)
+            if not lost:  # did the server it ran on (or, unknown, any server) leave the tracker?
+                if servers is None:
+                    try:
+                        servers = {s["address"] for s in rpc.tracker_status(
+                            spec.tracker, spec.key).servers}
+                    except rpc.TrackerError:
+                        servers = set()
+                lost = device not in servers if device is not None else len(servers) < at_start
+            results.append(MeasureResult(None, text, "device_lost" if lost else "run", device))
+        if gone is not None:  # the queued requests still hold the pool's workers: replace it
+            self._kill_runner(self.runner)
+            self._shutdown_runner(self.runner)
+            self.runner = self._make_runner(self._runner_spec, self.evaluator_config) \
+                if isinstance(self._runner_spec, (str, rpc.RPCSpec)) else self.runner
+        return results
 
     def _kill_runner(self, runner: Any) -> None:
         pool = getattr(runner, "pool", None)
@@ -363,3 +470,8 @@ class Measurer:
     def close(self) -> None:
         """Stop the runner's persistent worker."""
         self._shutdown_runner(self.runner)
+
+
+def _future_done(fut: Any) -> bool:
+    inner = getattr(fut, "future", None)
+    return bool(inner.done() if inner is not None else fut.done())

@@ -5,6 +5,7 @@ stages; every stage is an event (see :mod:`msviz.engine.events`). States::
 
     idle -> running <-> paused -> stopping -> stopped
                    \\-> finished | failed
+    running <-> waiting (for RPC devices; pausable, stoppable)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from msviz.records import database as db_files
 
 __all__ = ["STATES", "Session", "SessionStateError"]
 
-STATES = ("idle", "running", "paused", "stopping", "finished", "stopped", "failed")
+STATES = ("idle", "running", "waiting", "paused", "stopping", "finished", "stopped", "failed")
 _ENDED = ("finished", "stopped", "failed")
 _STEPS = ("batch", "generation")
 
@@ -92,7 +93,9 @@ class Session:
     resume : bool
         Continue what ``work_dir`` holds (required when it already holds records).
     builder, runner : str | Builder | Runner
-        ``"local"`` (default), ``"rpc"`` (runner), or MetaSchedule objects.
+        ``"local"`` (default), ``"rpc"`` (runner), or MetaSchedule objects. The runner may
+        also be :func:`msviz.rpc`'s spec (a tracker and key); over RPC the session waits for
+        devices (state ``"waiting"``) before tuning and whenever no server holds the key.
     num_threads : int, optional
         Threads for the search and the cost model (default: the cores this process may use).
     builder_timeout, runner_timeout : float
@@ -184,6 +187,10 @@ class Session:
             "runner_timeout": runner_timeout, "evaluator_config": evaluator_config,
             "max_workers": None,
         }
+        from msviz.engine.rpc import fleet_of
+
+        #: The tracker and key when measuring over RPC (an RPCSpec), else None.
+        self.fleet = fleet_of(runner)
         self.events = EventLog()
         self._cond = threading.Condition(threading.RLock())
         self._state = "idle"
@@ -204,7 +211,7 @@ class Session:
 
     @property
     def state(self) -> str:
-        """One of idle, running, paused, stopping, finished, stopped, failed."""
+        """One of idle, running, waiting, paused, stopping, finished, stopped, failed."""
         return self._state
 
     @property
@@ -296,7 +303,7 @@ class Session:
             if self._state == "idle":
                 self._launch()
                 return True
-            if self._state in ("running", "paused", "stopping"):
+            if self._state in ("running", "waiting", "paused", "stopping"):
                 return False
             raise self._refuse("start", "a session runs once; open its work dir with "
                                "Session(..., work_dir=..., resume=True) to tune further")
@@ -310,10 +317,11 @@ class Session:
     def pause(self) -> bool:
         """Pause after the current stage. False if already paused or pausing."""
         with self._cond:
-            if self._state == "running":
+            if self._state in ("running", "waiting"):
                 if self._pause_requested:
                     return False
                 self._pause_requested = True
+                self._cond.notify_all()
                 return True
             if self._state == "paused":
                 return False
@@ -328,7 +336,7 @@ class Session:
                 self._step = None
                 self._cond.notify_all()
                 return True
-            if self._state == "running":
+            if self._state in ("running", "waiting"):
                 changed = self._pause_requested or self._step is not None
                 self._pause_requested, self._step = False, None
                 return changed
@@ -360,7 +368,7 @@ class Session:
                 self.end_reason = "stopped before it started"
                 self._cond.notify_all()
                 emit = True
-            elif self._state in ("running", "paused"):
+            elif self._state in ("running", "waiting", "paused"):
                 self._stop_requested = True
                 self._state = "stopping"
                 self._cond.notify_all()
@@ -373,10 +381,13 @@ class Session:
         return True
 
     def wait(self, timeout: float | None = None) -> str:
-        """Block until the session is paused or has ended (or ``timeout`` s); returns the state."""
+        """Block until the session is paused or has ended (or ``timeout`` s); returns the state.
+
+        Waiting for RPC devices counts as running (it ends by itself, or fails after the
+        runner's ``wait_timeout``)."""
         with self._cond:
             self._cond.wait_for(
-                lambda: self._state not in ("running", "stopping"), timeout=timeout)
+                lambda: self._state not in ("running", "waiting", "stopping"), timeout=timeout)
             return self._state
 
     def set_rules(self, rules: RuleSet, *, task: Any = None) -> Future:
@@ -585,6 +596,7 @@ class Session:
                              max_trials_per_task=self.max_trials_per_task,
                              task_scheduler=self.scheduler.kind)
             self.events.emit("tasks", name, tasks=self.tasks_info())
+            self._await_devices(first=True)
             with self._measure_lock:
                 if not self._tuners or not all(t.ready for t in self._tuners):
                     self._shared, self._tuners = self._make_tuners()
@@ -607,6 +619,8 @@ class Session:
                         self.end_reason = end.value
                         break
                 self._checkpoint(kind)
+                if kind == "batch":
+                    self._await_devices()
             final = "finished"
         except _StopRequested:
             final, self.end_reason = "stopped", "stopped on request"
@@ -773,6 +787,44 @@ class Session:
                 self.events.emit("warning", self.name,
                                  message=f"{name} failed: {type(err).__name__}: {err}")
                 future.set_exception(err)
+
+    def _await_devices(self, *, first: bool = False) -> None:
+        """Over RPC: say what the tracker holds (a ``devices`` event); with no server under
+        the key, wait in state ``"waiting"`` (``waiting_for_devices`` events), pausable and
+        stoppable, until one registers or the runner's ``wait_timeout`` passes."""
+        from msviz.engine import rpc
+
+        spec, task = self.fleet, self.workload.name
+        if spec is None:
+            return
+        if first and rpc.is_exposed(spec.host):
+            self.events.emit("warning", task, message=rpc.exposure_warning(spec.host))
+        while True:
+            status, error = None, None
+            try:
+                status = rpc.tracker_status(spec.tracker, spec.key)
+            except rpc.TrackerError as err:
+                error = str(err)
+            self.events.emit("devices", task, **rpc.status_event(status, spec, error))
+            if status is not None and status.total > 0:
+                return
+            with self._cond:
+                if self._state == "running":
+                    self._state = "waiting"
+                    self._cond.notify_all()
+            try:
+                rpc.wait_for_devices(
+                    spec, first=status, error=error,
+                    emit=lambda **data: self.events.emit("waiting_for_devices", task, **data),
+                    stop=lambda: self._stop_requested or self._pause_requested)
+            finally:
+                with self._cond:
+                    if self._state == "waiting":
+                        self._state = "running"
+                        self._cond.notify_all()
+            if not (self._stop_requested or self._pause_requested):
+                continue  # a server registered: emit what the tracker holds now
+            self._checkpoint("waiting")  # stops, or pauses until resumed; then look again
 
     def _checkpoint(self, kind: str) -> None:
         """Between stages: apply commands, stop, or pause (waiting there for commands)."""

@@ -22,7 +22,7 @@ from msviz.engine.candidates import decisions_of
 from msviz.engine.check import ResultChecker
 from msviz.engine.evolution import EvolutionarySearch
 from msviz.engine.intrinsics import unused as unused_intrins
-from msviz.engine.measure import Measurer
+from msviz.engine.measure import UNMEASURED_KINDS, Measurer
 from msviz.engine.presets import SearchKnobs
 from msviz.engine.replay_search import ReplayTrace
 from msviz.engine.rules import RuleSet
@@ -194,7 +194,7 @@ class Tuner:
                    if r.workload == self.workload_index]
         side = read_sidecar(self.work_dir).trials
         self._infra_lines = {r.line for r in records
-                             if side.get(r.line, {}).get("error_kind") == "infra"}
+                             if side.get(r.line, {}).get("error_kind") in UNMEASURED_KINDS}
         self.next_task_trial = len(records)
         self.trials_done = len(records) - len(self._infra_lines)
         ok = [row.mean_latency_us(r.run_secs) / 1e6 for r in records]
@@ -383,7 +383,8 @@ class Tuner:
         self.timing["measure"] += time.perf_counter() - tic
         self.emit("measured", batch=batch, trials=rows, best_us=self.best_secs * 1e6
                   if math.isfinite(self.best_secs) else None)
-        infra = [item[3] for item, r in zip(items, results) if r.error_kind == "infra"]
+        infra = [item[3] for item, r in zip(items, results)
+                 if r.error_kind in UNMEASURED_KINDS]  # infra failures, lost devices
         self.search.forget(infra)  # may be picked again: the schedule was never measured
         tic = time.perf_counter()
         self.emit("cost_model_updated", **callbacks.update_cost_model(self, items, results,
@@ -393,7 +394,7 @@ class Tuner:
         self._check_infrastructure(results)
 
     def _check_infrastructure(self, results: list) -> None:
-        if results and all(r.error_kind == "infra" for r in results):
+        if results and all(r.error_kind in UNMEASURED_KINDS for r in results):
             self._infra_batches += 1
         else:
             self._infra_batches = 0

@@ -27,7 +27,7 @@ from msviz.records.sidecar import SIDECAR_FILE
 __all__ = ["LiveRun"]
 
 _LINEAGE = ("iteration", "origin", "pick", "predicted_score", "design_space", "mutator",
-            "parent", "ancestor_line", "check", "check_detail")
+            "parent", "ancestor_line", "check", "check_detail", "device")
 
 
 class LiveRun(Run):

@@ -61,6 +61,7 @@ SIDECAR_COLUMNS = [
     "ancestor_line",
     "check",
     "check_detail",
+    "device",
     "remeasured_secs",
 ]
 
@@ -68,7 +69,8 @@ SIDECAR_COLUMNS = [
 ALL_COLUMNS = TRIAL_COLUMNS + SIDECAR_COLUMNS
 
 #: What ``status`` can be. ``infra_error``: the measuring infrastructure failed (watchdog,
-#: no device, a lost batch), not the candidate; ``failed``: a ``1e10`` record with no error text;
+#: no device, a lost batch), not the candidate; ``device_lost``: the RPC server measuring it
+#: died or left the fleet; ``failed``: a ``1e10`` record with no error text;
 #: ``wrong_result``: it ran, but its output differs from the untuned workload's (result check;
 #: the database holds ``1e10``, the sidecar the measured times).
 STATUSES = (
@@ -78,6 +80,7 @@ STATUSES = (
     "run_error",
     "run_timeout",
     "infra_error",
+    "device_lost",
     "failed",
     "wrong_result",
 )
@@ -110,7 +113,7 @@ def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str 
     ----------
     run_secs : sequence of float, optional
         What the stock database holds (``[1e10]`` for a failure).
-    error_kind : {"build", "run", "infra", "wrong"}, optional
+    error_kind : {"build", "run", "infra", "wrong", "device_lost"}, optional
         Where it failed (sidecar, event or log); ``"run"`` is assumed for error text without one.
     error : str, optional
         The error text; a ``Timeout`` in it makes ``*_timeout``.
@@ -124,6 +127,8 @@ def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str 
         return "infra_error"
     if kind == "wrong":
         return "wrong_result"
+    if kind == "device_lost":
+        return "device_lost"
     timeout = error is not None and "Timeout" in error
     return f"{kind}_{'timeout' if timeout else 'error'}"
 

@@ -22,8 +22,9 @@ WEBGL_ABOVE = 2000
 
 
 def is_infra(status: str) -> bool:
-    """Whether ``status`` blames the measuring infrastructure rather than the candidate."""
-    return status == INFRA_ERROR
+    """Whether ``status`` blames the measuring infrastructure rather than the candidate
+    (``device_lost``: its RPC server died, is one such failure)."""
+    return status in (INFRA_ERROR, "device_lost")
 
 
 def failure_style(status: str) -> tuple[str, dict]:

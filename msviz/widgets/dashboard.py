@@ -34,6 +34,7 @@ _MODEL_KINDS = {"tasks", "scheduled", "task_done", "end_to_end", "measured", "re
 _ENABLED = {
     "idle": {"start", "step_batch", "step_generation", "stop"},
     "running": {"pause", "step_batch", "step_generation", "stop"},
+    "waiting": {"pause", "stop"},  # for RPC devices
     "paused": {"resume", "step_batch", "step_generation", "stop"},
     "stopping": set(),
     "finished": set(),
@@ -127,6 +128,12 @@ class Dashboard(W.VBox):
         if self._task_count() > 1:
             children.insert(1, ("Tasks", self.tasks_view))
             self._tasks_stale = True
+        self.devices = None  # the Devices tab, last, when the session measures over RPC
+        if self.session is not None and getattr(self.session, "fleet", None) is not None:
+            from msviz.widgets.devices_view import DevicesView
+
+            self.devices = DevicesView(self.session.events.snapshot(), self.session.trials)
+            children.append(("Devices", self.devices))
         self.tabs = W.Tab(children=[c for _, c in children])
         self.tabs.titles = [t for t, _ in children]
         self.tabs.observe(self._on_tab, names="selected_index")
@@ -228,6 +235,8 @@ class Dashboard(W.VBox):
             self._evolution_stale = True
             if self._showing(self.evolution):
                 self._update_evolution()
+        if self.devices is not None and kinds & {"devices", "waiting_for_devices", "measured"}:
+            self.devices.update(self.session.events.snapshot(), self._trials())
         self.updates += 1
         self.last_seq = max(self.last_seq, max(e.seq for e in events))
         self.last_update = time.monotonic()

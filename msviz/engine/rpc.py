@@ -1,0 +1,331 @@
+"""Measuring through TVM's RPC tracker: the runner spec, tracker queries, waiting for devices.
+
+``msviz.rpc("127.0.0.1:9190", key="cpu-fleet")`` names a tracker and a device key; a Session
+given it (or MetaSchedule's own ``RPCRunner``) measures through MetaSchedule's ``RPCRunner``, with
+two worker functions of msviz's own that also record which server measured each candidate (the
+tracker's match, ``"host:port"``). Before tuning and whenever the fleet is empty, the session
+waits for devices (:func:`wait_for_devices`), visibly, stoppably, and for at most the spec's
+``wait_timeout``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from msviz import compat
+from msviz.errors import MsvizError, MsvizWarning
+
+__all__ = [
+    "DEVICE_FILE",
+    "NoDevicesError",
+    "RPCSpec",
+    "TrackerError",
+    "TrackerStatus",
+    "fleet_of",
+    "from_env",
+    "is_exposed",
+    "parse_rpc",
+    "rpc",
+    "tracker_status",
+    "wait_for_devices",
+]
+
+#: Written next to a build artifact by the runner's worker: the server that measured it.
+DEVICE_FILE = "msviz_device.txt"
+
+
+class TrackerError(MsvizError, ConnectionError):
+    """The RPC tracker could not be reached or did not answer."""
+
+
+class NoDevicesError(MsvizError, RuntimeError):
+    """No RPC server registered under the key before the wait timeout."""
+
+
+def is_exposed(host: str) -> bool:
+    """True when ``host`` is neither loopback nor a private address (a name that does not
+    resolve counts as exposed)."""
+    import socket
+
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            addr = ipaddress.ip_address(socket.gethostbyname(host))
+        except OSError:
+            return True
+    return not (addr.is_loopback or addr.is_private)
+
+
+@dataclass(frozen=True)
+class RPCSpec:
+    """Where to measure: a tracker, a device key, and MetaSchedule's RPC options.
+
+    Made by :func:`rpc`; pass it as ``Session(..., runner=spec)``.
+    """
+
+    host: str
+    port: int
+    key: str
+    session_timeout: float | None = None
+    session_priority: int = 1
+    max_workers: int | None = None
+    wait_timeout: float = 600.0
+    poll_interval: float = 1.0
+
+    @property
+    def tracker(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def config(self, session_timeout: float) -> Any:
+        """MetaSchedule's ``RPCConfig`` (``session_timeout`` when the spec has none)."""
+        timeout = self.session_timeout if self.session_timeout is not None else session_timeout
+        return compat.rpc_config(self.host, self.port, self.key, session_timeout=timeout,
+                                 priority=self.session_priority)
+
+    def make_runner(self, evaluator_config: Any, *, session_timeout: float,
+                    servers: int = 1) -> Any:
+        """MetaSchedule's ``RPCRunner`` with msviz's session functions (device recording).
+
+        ``max_workers`` (parallel RPC sessions) defaults to the servers holding the key now.
+        """
+        workers = self.max_workers or max(1, servers)
+        return compat.ms.runner.RPCRunner(
+            rpc_config=self.config(session_timeout), evaluator_config=evaluator_config,
+            f_create_session=create_session, f_upload_module=upload_module,
+            max_workers=workers)
+
+
+def parse_rpc(text: str) -> RPCSpec:
+    """``"HOST:PORT:KEY"`` (the CLI's ``--rpc``) as an :class:`RPCSpec`."""
+    parts = str(text).rsplit(":", 2)
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"--rpc wants HOST:PORT:KEY (e.g. 127.0.0.1:9190:cpu-fleet), "
+                         f"got {text!r}")
+    return rpc(f"{parts[0]}:{parts[1]}", key=parts[2])
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    if not isinstance(address, str) or address.count(":") != 1:
+        raise ValueError(f"tracker address must be 'HOST:PORT', got {address!r}")
+    host, port_text = address.split(":")
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not host or not 0 < port < 65536:
+        raise ValueError(f"tracker address must be 'HOST:PORT' with a port in 1..65535, "
+                         f"got {address!r}")
+    return host, port
+
+
+def rpc(address: str, *, key: str, session_timeout: float | None = None,
+        session_priority: int = 1, max_workers: int | None = None,
+        wait_timeout: float = 600.0) -> RPCSpec:
+    """A runner that measures on the RPC servers registered at a tracker under ``key``.
+
+    Parameters
+    ----------
+    address : str
+        The tracker, ``"HOST:PORT"``. msviz warns when it is neither loopback nor a private
+        address: TVM RPC has no authentication.
+    key : str
+        The device key the servers registered with (``rpc_server --key``).
+    session_timeout : float, optional
+        Seconds one RPC session (upload, run, time) may last (``RPCConfig.session_timeout_sec``);
+        the session's ``runner_timeout`` when None.
+    session_priority : int
+        The requests' priority in the tracker's queue (``RPCConfig.session_priority``).
+    max_workers : int, optional
+        RPC sessions in parallel (``RPCRunner(max_workers=)``); default: the servers holding
+        the key when measuring starts.
+    wait_timeout : float
+        Seconds the session waits for a server under ``key`` (before tuning, or when the whole
+        fleet is gone) before it gives up with :class:`NoDevicesError`.
+
+    Returns
+    -------
+    spec : RPCSpec
+    """
+    host, port = _split_address(address)
+    if not isinstance(key, str) or not key or ":" in key:
+        raise ValueError(f"key must be a non-empty string without ':', got {key!r}")
+    for name, value in (("session_timeout", session_timeout), ("wait_timeout", wait_timeout)):
+        if value is not None and not (isinstance(value, (int, float)) and value > 0):
+            raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+    if max_workers is not None and (isinstance(max_workers, bool) or
+                                    not isinstance(max_workers, int) or max_workers < 1):
+        raise ValueError(f"max_workers must be an int >= 1, got {max_workers!r}")
+    if is_exposed(host):
+        warnings.warn(exposure_warning(host), MsvizWarning, stacklevel=2)
+    return RPCSpec(host, port, key, None if session_timeout is None else float(session_timeout),
+                   int(session_priority), max_workers, float(wait_timeout))
+
+
+def from_env() -> RPCSpec:
+    """The tracker named by ``TVM_TRACKER_HOST``, ``TVM_TRACKER_PORT`` and ``TVM_TRACKER_KEY``
+    (what ``runner="rpc"`` means, as for MetaSchedule's ``RPCConfig``)."""
+    names = ("TVM_TRACKER_HOST", "TVM_TRACKER_PORT", "TVM_TRACKER_KEY")
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        raise ValueError(f"runner='rpc' reads the tracker from {', '.join(names)}; "
+                         f"{', '.join(missing)} not set: set them, or pass "
+                         "runner=msviz.rpc('HOST:PORT', key=...)")
+    host, port, key = (os.environ[n] for n in names)
+    return rpc(f"{host}:{port}", key=key)
+
+
+def exposure_warning(host: str) -> str:
+    return (f"the RPC tracker {host} is neither loopback nor a private address: TVM RPC has no "
+            "authentication, anyone who can reach a server's port can run code on it")
+
+
+def fleet_of(runner: Any) -> RPCSpec | None:
+    """The tracker and key a runner measures on (an :class:`RPCSpec`, ``"rpc"`` (see
+    :func:`from_env`), or MetaSchedule's ``RPCRunner``, whose ``rpc_config`` is read); None for
+    any other runner."""
+    if isinstance(runner, RPCSpec):
+        return runner
+    if isinstance(runner, str) and runner == "rpc":
+        return from_env()
+    if compat.is_rpc_runner(runner):
+        cfg = runner.rpc_config
+        return RPCSpec(str(cfg.tracker_host), int(cfg.tracker_port), str(cfg.tracker_key),
+                       float(cfg.session_timeout_sec), int(cfg.session_priority))
+    return None
+
+
+# -- tracker queries ----------------------------------------------------------------------------
+
+class TrackerStatus(NamedTuple):
+    """What the tracker says about one key (and all its servers)."""
+
+    tracker: str
+    key: str
+    total: int  # servers registered under the key
+    free: int  # of them, not in a session now
+    pending: int  # requests for the key waiting in the queue
+    servers: list[dict]  # every server: {"address": "ip:port", "key": KEY}
+    queue: dict[str, dict]  # per key: {"total", "free", "pending"}
+
+
+def tracker_status(address: str, key: str, *, timeout: float = 5.0) -> TrackerStatus:
+    """Ask the tracker at ``address`` (``"HOST:PORT"``) for its servers and queue."""
+    host, port = _split_address(address)
+    try:
+        summary = compat.tracker_summary(host, port, timeout=timeout)
+    except (OSError, RuntimeError, ValueError) as err:
+        raise TrackerError(f"the RPC tracker at {address} does not answer "
+                           f"({type(err).__name__}: {err})") from None
+    servers = []
+    totals: dict[str, int] = {}
+    for item in summary.get("server_info", []):
+        server_key = str(item.get("key", "")).split(":", 1)[-1]
+        addr = item.get("addr") or [None, None]
+        servers.append({"address": f"{addr[0]}:{addr[1]}", "key": server_key})
+        totals[server_key] = totals.get(server_key, 0) + 1
+    queue = {}
+    for name in sorted(set(totals) | set(summary.get("queue_info", {}))):
+        info = summary.get("queue_info", {}).get(name, {})
+        queue[name] = {"total": totals.get(name, 0), "free": int(info.get("free", 0)),
+                       "pending": int(info.get("pending", 0))}
+    mine = queue.get(key, {"total": 0, "free": 0, "pending": 0})
+    return TrackerStatus(address, key, mine["total"], mine["free"], mine["pending"],
+                         sorted(servers, key=lambda s: (s["key"], s["address"])), queue)
+
+
+def status_event(status: TrackerStatus | None, spec: RPCSpec, error: str | None = None) -> dict:
+    """The data of a ``devices`` / ``waiting_for_devices`` event."""
+    if status is None:
+        return {"tracker": spec.tracker, "key": spec.key, "free": 0, "total": 0, "pending": 0,
+                "servers": [], "queue": {}, "error": error}
+    return {"tracker": status.tracker, "key": status.key, "free": status.free,
+            "total": status.total, "pending": status.pending, "servers": status.servers,
+            "queue": status.queue, "error": error}
+
+
+def wait_for_devices(spec: RPCSpec, *, emit: Callable[..., None], stop: Callable[[], bool],
+                     first: TrackerStatus | None = None, error: str | None = None,
+                     clock: Callable[[], float] = time.monotonic) -> TrackerStatus:
+    """Block until a server holds ``spec.key``; emit ``waiting_for_devices`` when it starts
+    waiting and whenever what the tracker says changes.
+
+    ``stop()`` is checked every ``spec.poll_interval`` s: when it returns True, waiting ends by
+    returning the last status (the caller raises). After ``spec.wait_timeout`` s,
+    :class:`NoDevicesError` names the tracker, the key and the last answer.
+    """
+    start = clock()
+    status, last_seen = first, None
+    while True:
+        if status is not None and status.total > 0:
+            return status
+        seen = (None if status is None else (status.total, status.free, status.pending), error)
+        if seen != last_seen:
+            emit(**status_event(status, spec, error), waited=round(clock() - start, 1),
+                 wait_timeout=spec.wait_timeout)
+            last_seen = seen
+        if stop():
+            return status if status is not None else TrackerStatus(
+                spec.tracker, spec.key, 0, 0, 0, [], {})
+        if clock() - start >= spec.wait_timeout:
+            why = error or "the tracker lists no server under that key"
+            raise NoDevicesError(
+                f"no RPC server registered under key {spec.key!r} at tracker {spec.tracker} "
+                f"within {spec.wait_timeout:g} s ({why}); start one with: python -m "
+                f"tvm.exec.rpc_server --host 127.0.0.1 --tracker {spec.tracker} --key {spec.key}")
+        time.sleep(min(spec.poll_interval, max(0.05, spec.wait_timeout - (clock() - start))))
+        try:
+            status, error = tracker_status(spec.tracker, spec.key), None
+        except TrackerError as err:
+            status, error = None, str(err)
+
+
+# -- the runner's worker functions (run in RPCRunner's popen workers) --------------------------
+
+_WORKER: dict[str, str] = {}
+
+
+def create_session(rpc_config: Any) -> Any:
+    """``f_create_session``: the stock request, remembering which server the tracker matched."""
+    session, where = compat.rpc_request(rpc_config)
+    _WORKER["device"] = where
+    return session
+
+
+def upload_module(session: Any, local_path: str, remote_path: str) -> Any:
+    """``f_upload_module``: the stock upload, after writing the server's address next to the
+    artifact (the Measurer reads it before deleting the artifact)."""
+    try:
+        with open(os.path.join(os.path.dirname(local_path), DEVICE_FILE), "w") as f:
+            f.write(_WORKER.get("device", ""))
+    except OSError:
+        pass
+    session.upload(local_path, remote_path)
+    return session.load_module(remote_path)
+
+
+def read_device(artifact: str | None) -> str | None:
+    """The server that measured ``artifact`` (None when unknown)."""
+    if not artifact:
+        return None
+    try:
+        with open(os.path.join(os.path.dirname(artifact), DEVICE_FILE)) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def is_device_lost(error: BaseException) -> bool:
+    """Whether an exception of a remote run says the device or the connection to it failed
+    (TVM's RPC errors, a socket that broke), not the candidate."""
+    if isinstance(error, compat.RPCSessionTimeoutError):
+        return False  # the run itself took too long: a run timeout
+    return isinstance(error, (*compat.RPC_ERRORS, ConnectionError, EOFError, OSError))
+
+

@@ -1,0 +1,78 @@
+"""The local loopback fleet: a real TVM tracker and servers, loopback only, stopped for good."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from msviz.engine.rpc import tracker_status
+from msviz.fleet import FleetError, LocalFleet
+
+
+def _listening(pids: list[int]) -> list[tuple[str, int]]:
+    """(ip, port) of every listening TCP socket (IPv4 and IPv6) the processes hold."""
+    mine = set(pids)
+    return sorted((c.laddr.ip, c.laddr.port) for c in psutil.net_connections(kind="tcp")
+                  if c.pid in mine and c.status == psutil.CONN_LISTEN)
+
+
+def _alive(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def test_fleet_listens_on_loopback_only_and_stops_for_good() -> None:
+    with LocalFleet(2, key="fleet-test") as fleet:
+        status = tracker_status(fleet.address, "fleet-test")
+        assert (status.total, status.free, status.pending) == (2, 2, 0)
+        assert sorted(s["address"] for s in status.servers) == sorted(
+            f"127.0.0.1:{m.port}" for m in fleet.servers)
+        pids = fleet.pids()
+        sockets = _listening(pids)
+        ports = {port for _, port in sockets}
+        # the tracker and both servers listen, and nothing of the fleet listens beyond loopback
+        assert {fleet.tracker_port, *(m.port for m in fleet.servers)} <= ports
+        assert {ip for ip, _ in sockets} == {"127.0.0.1"}, sockets
+        fleet.kill_server(0)
+        assert tracker_status(fleet.address, "fleet-test").total == 1
+    time.sleep(0.5)
+    assert _alive(pids) == []
+    assert not _listening(pids)
+
+
+def test_fleet_stops_when_the_python_process_that_started_it_exits(tmp_path) -> None:
+    script = textwrap.dedent("""
+        import os, sys
+        from msviz.fleet import LocalFleet
+        fleet = LocalFleet(1, key="orphan").start()
+        print(" ".join(map(str, fleet.pids())), flush=True)
+        os._exit(0)  # no atexit, no stop(): only the guards can clean up
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=True)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) >= 4  # two guards, the tracker, the server (and their children)
+    deadline = time.monotonic() + 15
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _alive(pids) == []
+
+
+def test_fleet_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="servers must be an int >= 0"):
+        LocalFleet(-1)
+    with pytest.raises(ValueError, match="key must be a non-empty string without ':'"):
+        LocalFleet(1, key="a:b")
+    with pytest.raises(FleetError, match="start the fleet first"):
+        LocalFleet(1).add_server()

@@ -1,0 +1,44 @@
+"""The Devices tab: rendered from events and trials; shown only for sessions that use RPC."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msviz
+from msviz.engine.events import EventLog
+from msviz.engine.rpc import RPCSpec
+from msviz.records import row
+from msviz.widgets.devices_view import DevicesView
+
+
+def test_devices_view_shows_servers_queue_and_waiting() -> None:
+    log = EventLog()
+    status = {"tracker": "127.0.0.1:9190", "key": "cpu", "free": 0, "total": 0, "pending": 1,
+              "servers": [], "queue": {"cpu": {"total": 0, "free": 0, "pending": 1}},
+              "error": None}
+    log.emit("waiting_for_devices", "GMM-0", **status)
+    view = DevicesView(log.snapshot())
+    assert view.info.waiting and "waiting for devices" in view.summary.value
+    assert "no server registered" in view.summary.value
+    assert view.error.text == ""
+    assert "no trial measured" in view.figure.layout.annotations[0].text
+
+    log.emit("devices", "GMM-0", **{**status, "total": 1, "free": 1, "pending": 0,
+                                    "servers": [{"address": "127.0.0.1:9001", "key": "cpu"}]})
+    trials = row.trials_frame({"status": ["ok", "ok"], "device": ["127.0.0.1:9001"] * 2,
+                               "timestamp": ["2026-01-01T00:00:00+00:00"] * 2})
+    view.update(log.snapshot(), trials)
+    assert not view.info.waiting and "waiting" not in view.summary.value
+    assert "<code>127.0.0.1:9001</code>" in view.summary.value
+    assert [t.name for t in view.figure.data] == ["127.0.0.1:9001"]
+    assert list(view.figure.data[0].y) == [2]
+
+
+def test_dashboard_has_a_devices_tab_last_only_over_rpc(tmp_path: Path) -> None:
+    local = msviz.Session("GMM-0", work_dir=tmp_path / "a", max_trials=4)
+    assert "Devices" not in local.dashboard().tabs.titles
+    remote = msviz.Session("GMM-0", work_dir=tmp_path / "b", max_trials=4,
+                           runner=RPCSpec("127.0.0.1", 9, "cpu"))
+    dash = remote.dashboard()
+    assert dash.tabs.titles[-1] == "Devices" and dash.devices is not None
+    assert "no server registered" in dash.devices.summary.value
