@@ -622,6 +622,10 @@ class Session:
                 if kind == "batch":
                     self._await_devices()
             final = "finished"
+            # TaskScheduler::Tune terminates every task still alive when tuning ends
+            for index, reason in enumerate(self._done):
+                if reason is None and len(self.tasks) > 1:
+                    self._task_done(index, f"tuning ended: {self.end_reason}")
         except _StopRequested:
             final, self.end_reason = "stopped", "stopped on request"
         except BaseException as err:

@@ -48,6 +48,20 @@ def test_model_has_four_tasks_one_of_weight_two(tuned: Any) -> None:
     assert (started["model"], started["num_tasks"]) == ("mlp", 4)
     # the budget change was announced with a second tasks event
     assert session.events.of_kind("tasks")[-1]["tasks"][0]["max_trials"] == 2
+    # as TaskScheduler::Tune: every task still alive is terminated when tuning ends
+    assert sorted(e["task_index"] for e in session.events.of_kind("task_done")) == [0, 1, 2, 3]
+
+
+def test_stock_task_scheduler_log(tuned: Any) -> None:
+    from msviz.records.logs import read_task_table
+
+    session, _ = tuned
+    held = session.trials.groupby("task").size().to_dict()
+    table = read_task_table(session.work_dir / "logs")
+    assert [(t.id, t.name, t.weight, t.trials) for t in table] == [
+        (t.index, t.name, float(t.weight), held[t.name]) for t in session.tasks]
+    text = next((session.work_dir / "logs").glob("*task_scheduler.log")).read_text()
+    assert text.count("TaskScheduler picks Task #") == len(session.events.of_kind("scheduled"))
 
 
 def test_each_batch_step_runs_the_scheduled_task(tuned: Any) -> None:
