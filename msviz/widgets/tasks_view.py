@@ -151,8 +151,7 @@ class TasksView(W.VBox):
         super().__init__([self.focus, self.table, self.end_to_end, self.x_axis, self.latency,
                           self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
-        if tasks is not None:
-            self.update(tasks, trials)
+        self.update(tasks, trials)
 
     # -- data ------------------------------------------------------------------------------------
 
