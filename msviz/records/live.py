@@ -166,7 +166,9 @@ class LiveRun(Run):
             if w is None:
                 raise ValueError(f"trial at record line {line} names no workload")
             name = self._task_names.setdefault(w, data.get("task") or task or self._task)
-            flop = self._flops.setdefault(w, self._flop)
+            model_flop = (self._model_tasks.get(name) or {}).get("flop")  # a model's task
+            flop = self._flops.setdefault(
+                w, self._flop if model_flop is None else float(model_flop))
             secs = trial_row.stored_run_secs(data.get("run_secs"))
             error = data.get("error")
             latency = trial_row.mean_latency_us(secs)

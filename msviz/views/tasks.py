@@ -286,8 +286,10 @@ def model_latency_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
 
     title = _x(info.trial, x)
     xs = info.trial if x == "trial" else info.seconds
-    fig = go.Figure(layout={**_LAYOUT, "title": "Estimated model latency (sum of weight x best)",
-                            "xaxis": {"title": title}, "yaxis": {"title": "Latency (µs)"}})
+    # the title stays short, clear of the plot's toolbar; the axis says what is summed
+    fig = go.Figure(layout={**_LAYOUT, "title": "Estimated model latency",
+                            "xaxis": {"title": title},
+                            "yaxis": {"title": "weight x best, summed (µs)"}})
     if not info.trial:
         return note_figure(fig, "no trials yet")
     known = ~np.isnan(np.array(info.latency_us, dtype=float))

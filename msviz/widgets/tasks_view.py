@@ -84,7 +84,7 @@ def table_html(info: V.TasksInfo, *, focus: str | None = None) -> str:
     return (
         "<table class='msviz-tasks' style='border-collapse:collapse;font-size:12px'>"
         "<style>.msviz-tasks td,.msviz-tasks th{border:1px solid #ddd;padding:2px 6px;"
-        "text-align:right}</style>"
+        "text-align:right}.msviz-tasks td:nth-child(2){text-align:left}</style>"
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"<div class='msviz-tasks-total'>{note}</div>"
     )
@@ -151,8 +151,7 @@ class TasksView(W.VBox):
         super().__init__([self.focus, self.table, self.end_to_end, self.x_axis, self.latency,
                           self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
-        if tasks is not None:
-            self.update(tasks, trials)
+        self.update(tasks, trials)
 
     # -- data ------------------------------------------------------------------------------------
 

@@ -77,7 +77,7 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
             assert [r[1] for r in rows] == list(MODEL_TASKS)
             assert [r[7] for r in rows] == ["4"] * 4
             by_title = {g["title"]: g for g in graphs}
-            latency = by_title["Estimated model latency (sum of weight x best)"]
+            latency = by_title["Estimated model latency"]
             assert latency["points"] == len(trials) - known, graphs
             per_task = by_title["Trials per task"]
             assert per_task["points"] == len(trials) and per_task["traces"] == 4, graphs
