@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -243,9 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"work dirs in {root}; msviz knobs {args.knobs}", flush=True)
     for part in args.parts:
         tic = time.perf_counter()
-        print(f"\n== {part} ==", flush=True)
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"\n== {part} == (load average {load} on {os.cpu_count()} cores)", flush=True)
         {"openblas": part_openblas, "stock": part_stock, "int8": part_int8}[part](args, root)
-        print(f"({part}: {time.perf_counter() - tic:.0f} s)", flush=True)
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"({part}: {time.perf_counter() - tic:.0f} s; load average {load})", flush=True)
     return 0
 
 
