@@ -415,3 +415,10 @@ def device_of(target: tvm.target.Target) -> Any:
 def to_tensor(array: Any, device: Any) -> Any:
     """A NumPy array copied to ``device`` as a TVM tensor."""
     return tvm.runtime.tensor(array, device)
+
+
+def derived_object(cls: type) -> type:
+    """TVM's decorator that makes a Python subclass of a MetaSchedule Py* class usable from C++."""
+    from tvm.ir.utils import derived_object as _derived
+
+    return _derived(cls)
