@@ -94,6 +94,7 @@ def test_default_rules_follow_the_target() -> None:
         "DisallowDynamicLoop", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock",
         "RewriteTensorize", "RewriteLayout"]
     assert vnni.postprocs[3].params == {"vectorize_init_loop": True}
+    assert vnni.schedule_rules[4].params["keep_untensorized"] is True
     assert [s.name for s in plain.schedule_rules] == [
         s.name for s in RuleSet.default("llvm").schedule_rules]
     assert plain.intrinsics() == []
@@ -117,6 +118,30 @@ def test_default_session_tensorizes_packed_int8_dense(tmp_path: Path) -> None:
     a, w, want = _dense_inputs(64, 64, 64)
     got = _run(code.build(best, session.target), a, pack_weight(w), np.zeros((64, 64), np.int32))
     np.testing.assert_array_equal(got, want)
+
+
+@needs_vnni
+def test_default_session_on_unpacked_int8_dense_is_right(tmp_path: Path) -> None:
+    """The trap: tensorized kernels of I8DU read B as if packed and are wrong; the result
+    check marks them, and the best (from the untensorized spaces msviz keeps) equals numpy."""
+    session = msviz.Session("I8DU-0", work_dir=tmp_path / "wd", max_trials=16,
+                            trials_per_batch=8, **TINY)
+    session.start()
+    assert session.wait(900) == "finished"
+    trials = session.open().trials
+    wrong = trials["status"] == "wrong_result"
+    assert wrong.sum() >= 1
+    assert ((trials["check"] == "wrong") == wrong).all()
+    best = session.best()
+    assert best.status == "ok" and not any(
+        inst.kind.name == "Tensorize" for inst in best.trace.insts)
+    a, w, want = _dense_inputs(64, 64, 64)
+    got = _run(code.build(best, session.target), a, w, np.zeros((64, 64), np.int32))
+    np.testing.assert_array_equal(got, want)
+    for index in trials.index[wrong]:  # each one marked wrong really is wrong
+        trial = session.open().trial(int(index))
+        out = _run(code.build(trial, session.target), a, w, np.zeros((64, 64), np.int32))
+        assert not np.array_equal(out, want)
 
 
 def _tiny_session(tmp_path: Path, workload: Any, **kw: Any) -> Any:

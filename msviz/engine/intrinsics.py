@@ -19,6 +19,7 @@ __all__ = [
     "INTRIN_RULE",
     "default_intrin",
     "intrin_of",
+    "keep_untensorized",
     "tensorize_specs",
     "unusable",
     "unused",
@@ -37,9 +38,10 @@ def default_intrin(target: Any) -> str | None:
 
 
 def tensorize_specs(intrin: str) -> tuple[tuple[str, dict[str, Any]], tuple[str, dict[str, Any]]]:
-    """(rule, postproc) name and parameters, as MetaSchedule's ``DefaultX86`` rules set them."""
+    """(rule, postproc) name and parameters, as MetaSchedule's ``DefaultX86`` rules set them,
+    plus msviz's ``keep_untensorized`` (see :func:`keep_untensorized`)."""
     rule = {
-        "intrin_name": intrin, "structure": "SSRSRS", "tile_binds": None,
+        "intrin_name": intrin, "keep_untensorized": True, "structure": "SSRSRS", "tile_binds": None,
         "max_innermost_factor": 64, "vector_load_lens": None, "reuse_read": None,
         "reuse_write": {"req": "may", "levels": [1, 2], "scope": "global"},
     }
@@ -106,3 +108,42 @@ def _shape(intrin: str) -> str:
     if found is None:
         return ""
     return " (" + ", ".join(f"{d}{list(s)}" for d, s in _operands(found.desc)) + ")"
+
+
+_KEEP_CLASS: Any = None
+
+
+def keep_untensorized(rule: Any) -> Any:
+    """Wrap a ``MultiLevelTilingWithIntrin`` rule so a block it tensorizes also stays in an
+    untensorized design space (tiled by the next rule, ``MultiLevelTiling``).
+
+    MetaSchedule's rule replaces the block's only space with tensorized ones. When the
+    intrinsic's implementation does not fit the data layout (the int8 dense with an unpacked
+    weight: ``vpdpbusd`` reads 64 contiguous bytes where the layout has 16 rows of 4), every
+    candidate then computes a wrong answer and the result check leaves no valid kernel; with
+    the untensorized space kept, the search still finds right ones, and the faster tensorized
+    kernels win wherever they are right.
+    """
+    global _KEEP_CLASS
+    if _KEEP_CLASS is None:
+        base = compat.ms.schedule_rule.PyScheduleRule
+
+        class KeepUntensorized(base):  # type: ignore[misc, valid-type]
+            def __init__(self, inner: Any) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def _initialize_with_tune_context(self, context: Any) -> None:
+                self.inner._initialize_with_tune_context(context)
+
+            def apply(self, sch: Any, block: Any) -> list[Any]:
+                before = len(sch.trace.insts)
+                tensorized = [s for s in self.inner.apply(sch.copy(), block)
+                              if len(s.trace.insts) > before]
+                return [*tensorized, sch]
+
+            def clone(self) -> Any:
+                return keep_untensorized(self.inner.clone())
+
+        _KEEP_CLASS = compat.derived_object(KeepUntensorized)
+    return _KEEP_CLASS(rule)

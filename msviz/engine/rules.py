@@ -137,7 +137,17 @@ def _validate_rule(spec: RuleSpec) -> None:
     intrin = intrinsics.intrin_of(spec)
     if intrin is not None and compat.tensor_intrin(intrin) is None:
         return
-    _build(compat.ms.schedule_rule, spec, "rule")
+    _build_rule(spec)
+
+
+def _build_rule(spec: RuleSpec) -> Any:
+    """A schedule rule; msviz's ``keep_untensorized`` option wraps a tensorizing rule."""
+    if spec.name == intrinsics.INTRIN_RULE and "keep_untensorized" in spec.params:
+        params = dict(spec.params)
+        keep = params.pop("keep_untensorized")
+        rule = _build(compat.ms.schedule_rule, RuleSpec(spec.name, params, spec.obj), "rule")
+        return intrinsics.keep_untensorized(rule) if keep else rule
+    return _build(compat.ms.schedule_rule, spec, "rule")
 
 
 class RuleSet:
@@ -275,7 +285,7 @@ class RuleSet:
             if why is not None:  # tune without it, and say why (shown as a warning event)
                 self.skipped.append(why)
                 continue
-            rules.append(_build(ms.schedule_rule, s, "rule"))
+            rules.append(_build_rule(s))
         postprocs = [_build(ms.postproc, s, "postproc") for s in self.postprocs]
         mutators: dict[Any, float] = {}
         for name, prob in self.mutator_probs.items():

@@ -123,3 +123,23 @@ def stop_session(driver: Any) -> None:
         " app.shell.currentWidget.sessionContext.session?.kernel?.requestExecute("
         "{code: 'session.stop(); session.wait(60)'}); }")
     time.sleep(2)
+
+
+@contextmanager
+def lab_notebook(tmp_path: Path, name: str, cells: list[str], artifacts: Path,
+                 failure_shot: str) -> Iterator[Any]:
+    """JupyterLab + Chromium on a new notebook ``name`` with ``cells``, all cells run; yields
+    the driver, saving ``artifacts/failure_shot`` if the body fails."""
+    from tests.browser.chromium import chromium
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root, name, cells)
+    artifacts.mkdir(exist_ok=True)
+    with jupyterlab(root) as url, chromium(offline=True) as driver:
+        try:
+            run_all_cells(driver, url, name)
+            yield driver
+        except BaseException:
+            driver.save_screenshot(str(artifacts / failure_shot))
+            raise
