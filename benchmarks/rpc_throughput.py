@@ -38,7 +38,8 @@ def _batch(n: int, seed: int) -> tuple[list, list]:
     while len(mods) < n and rng_seed < seed + 50 * n:
         rng_seed += 1
         sch = compat.Schedule(workload.mod, seed=rng_seed)
-        space.trace.apply_to_schedule(sch, remove_postproc=True)  # fresh decisions per seed
+        # the design space's instructions with fresh decisions (sampled from this seed)
+        compat.Trace(space.trace.insts, {}).apply_to_schedule(sch, remove_postproc=True)
         key = int(compat.structural_hash(sch.mod))
         if key in seen:
             continue

@@ -428,6 +428,9 @@ class Measurer:
             lost = rpc.is_device_lost(err)
             if not lost:  # did the server it ran on (or, unknown, any server) leave the tracker?
                 if servers is None:
+                    # the tracker drops a dead server when its connection closes, about when
+                    # the client's does: give it a moment before asking
+                    time.sleep(0.5)
                     try:
                         servers = {s["address"] for s in rpc.tracker_status(
                             spec.tracker, spec.key).servers}
