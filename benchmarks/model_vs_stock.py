@@ -56,7 +56,7 @@ def task_split(work_dir: Path, tasks: list) -> dict[str, int]:
 
 
 def _tune_stock(config: str, model: Any, target: Any, work_dir: Path, trials: int, batch: int,
-                seed: int, threads: int, population: int | None) -> None:
+                seed: int, population: int | None) -> None:
     import msviz
     from msviz import compat
 
@@ -70,8 +70,7 @@ def _tune_stock(config: str, model: Any, target: Any, work_dir: Path, trials: in
     ms.relax_integration.tune_relax(
         model.lower(target), None, target, str(work_dir), max_trials_global=trials,
         num_trials_per_iter=batch, builder=compat.local_builder(),
-        runner=ms.runner.LocalRunner(), strategy=strategy, seed=seed,
-        num_tuning_cores=threads)
+        runner=ms.runner.LocalRunner(), strategy=strategy, seed=seed)
 
 
 def _tune_msviz(model: Any, target: Any, work_dir: Path, trials: int, batch: int, seed: int,
@@ -120,7 +119,7 @@ def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, wo
     if config == "msviz":
         _tune_msviz(model, target, work_dir, trials, batch, seed, threads, population)
     else:
-        _tune_stock(config, model, target, work_dir, trials, batch, seed, threads, population)
+        _tune_stock(config, model, target, work_dir, trials, batch, seed, population)
     wall = time.perf_counter() - tic
     tasks = model.extract_tasks(target)
     e2e = check_model(model, tasks, work_dir, target, seed=0)
@@ -184,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"tuned {_fmt(res['tuned_us'], '.1f')} us  untuned "
                   f"{_fmt(res['untuned_us'], '.1f')} us  match {res['match']}  "
                   f"fallback {res['fallback']}  error {res['error']}", flush=True)
-            print(f"       trials per task: {res['split']}", flush=True)
+            print(f"       trials per task ({sum(res['split'].values())} in all): "
+                  f"{res['split']}", flush=True)
             if "builder" in res:
                 b = res["builder"]
                 print(f"       default LocalBuilder: one batch {b['default']:.1f} s vs fast "
