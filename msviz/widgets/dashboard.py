@@ -226,10 +226,10 @@ class Dashboard(W.VBox):
         finals = [e.kind for e in events if e.kind in ("finished", "stopped", "failed")]
         if finals:
             self._final_state = finals[-1]
+        if kinds & _MODEL_KINDS:  # first: the header shows the model's estimate
+            self._take_model_events(events)
         self._refresh(full=bool(kinds & _REFRESH_KINDS), failed=[
             e for e in events if e.kind == "failed"])
-        if kinds & _MODEL_KINDS:
-            self._take_model_events(events)
         if self.evolution is not None and kinds & {"initial_population", "generation",
                                                    "picked", "measured"}:
             self._evolution_stale = True
@@ -346,6 +346,21 @@ class Dashboard(W.VBox):
         self.tasks_view.update(tasks, self._trials(), scheduled=model["scheduled"],
                                end_to_end=model["end_to_end"], done=model["done"])
 
+    def _model_best(self, trials: Any) -> str | None:
+        """A model's headline: its estimated latency (sum of weight x best latency), not the
+        fastest task's (None for one task)."""
+        if self._task_count() < 2:
+            return None
+        from msviz.views.tasks import tasks_info
+
+        tasks = self._model["tasks"] if self._model["tasks"] is not None else self._tasks()
+        try:
+            total = tasks_info(tasks, trials).total_latency_us
+        except ValueError:
+            return None
+        return "model est. " + ("unknown (a task has no successful trial yet)" if total is None
+                                else f"{total:.3f} µs")
+
     def _on_task_focus(self, change: dict) -> None:
         """Focus every tab on the chosen task: the trials table filtered to it, its plots,
         and the trace and code of its best trial."""
@@ -386,7 +401,8 @@ class Dashboard(W.VBox):
                 self.progress.bar_style = "danger"  # and it stays red
             elif self.progress.bar_style != "danger":
                 self.progress.bar_style = "success" if state == "finished" else "info"
-            self.progress_label.value = f"{done}/{total} trials · best {best}{eta}"
+            best = self._model_best(trials) or f"best {best}"
+            self.progress_label.value = f"{done}/{total} trials · {best}{eta}"
             for event in failed or []:  # the failure stays shown, like the red bar
                 self._failure = event.get("error") or event.get("traceback") or "failed"
             message = self._failure

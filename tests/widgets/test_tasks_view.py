@@ -37,6 +37,7 @@ def test_run_dashboard_has_a_tasks_tab(model_run: msviz.Run) -> None:
     total = sum(frame["Weighted Latency (us)"])
     assert view.info.total_latency_us == pytest.approx(total, rel=1e-12)
     assert f"Total latency (us): {total:.4f}" in view.table.value
+    assert dash.progress_label.value == f"16/16 trials · model est. {total:.3f} µs"
     assert view.table.value.count("msviz-task-row") == 4
     # the estimate is known once every task had a success: the last task's first success
     ok = model_run.trials[model_run.trials["status"] == "ok"]
@@ -173,3 +174,4 @@ def test_live_dashboard_gains_the_tab_from_a_tasks_event(tuned_session) -> None:
     assert "unknown until every task has a successful trial" in dash.tasks_view.table.value
     assert dash.tasks_view.latency.layout.annotations[0].text.startswith("unknown")
     assert dash.tasks_view.info.next_pick == 1
+    assert "model est. unknown (a task has no successful trial yet)" in dash.progress_label.value
