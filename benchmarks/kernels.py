@@ -9,8 +9,9 @@ Prints, in one run (issue 12):
 2. msviz against stock ``tune_tir`` at 128 and 512 trials, same target (host CPU, from
    ``msviz.compat``), builder (msviz's fast build function), runner and batch; median of 3
    seeds. Target: msviz >= 1.0x stock.
-3. The int8 VNNI dense (``--int8-workload``, default ``I8DP-0``; skipped with a message when
-   the catalogue has no such workload) against fp32 OpenBLAS on the same M, N, K. Target: >= 2x.
+3. The int8 VNNI dense (``--int8-workload``, default ``I8DP-2``: 256x512x512, weight packed;
+   skipped with a message when the catalogue has no such workload) against fp32 OpenBLAS on the
+   same M, N, K. Target: >= 2x.
 
 Every tuning run is a fresh Python process (the one-time ``import tvm.s_tir.tensor_intrin`` is
 done before timing starts). Both tuners use 64 trials per batch and 2 threads. Long on 2 shared
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer trials, one seed")
     parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
     parser.add_argument("--workload", default="GMM-2", help="fp32 workload (GMM-2: 512^3)")
-    parser.add_argument("--int8-workload", default="I8DP-0",
+    parser.add_argument("--int8-workload", default="I8DP-2",
                         help="the packed u8 x i8 dense of the VNNI work (catalogue I8DP)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
