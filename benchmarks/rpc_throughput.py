@@ -32,7 +32,7 @@ def _batch(n: int, seed: int) -> tuple[list, list]:
     ctx = compat.ms.TuneContext(mod=workload.mod, target=target,
                                 space_generator=RuleSet.default("llvm").space_generator(),
                                 task_name="GMM-0", rand_state=seed, num_threads=2)
-    space = list(ctx.generate_design_space())[0]
+    space = next(iter(ctx.generate_design_space()))
     mods, args, seen = [], [], set()
     rng_seed = seed
     while len(mods) < n and rng_seed < seed + 50 * n:

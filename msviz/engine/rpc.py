@@ -78,6 +78,7 @@ class RPCSpec:
     max_workers: int | None = None
     wait_timeout: float = 600.0
     poll_interval: float = 1.0
+    reuse_sessions: bool = True
 
     @property
     def tracker(self) -> str:
@@ -96,9 +97,11 @@ class RPCSpec:
         ``max_workers`` (parallel RPC sessions) defaults to the servers holding the key now.
         """
         workers = self.max_workers or max(1, servers)
+        reuse = self.reuse_sessions
         return compat.ms.runner.RPCRunner(
             rpc_config=self.config(session_timeout), evaluator_config=evaluator_config,
-            f_create_session=create_session, f_upload_module=upload_module,
+            f_create_session=reused_session if reuse else create_session,
+            f_upload_module=upload_module, f_cleanup=cleanup_files if reuse else None,
             max_workers=workers)
 
 
@@ -127,7 +130,7 @@ def _split_address(address: str) -> tuple[str, int]:
 
 def rpc(address: str, *, key: str, session_timeout: float | None = None,
         session_priority: int = 1, max_workers: int | None = None,
-        wait_timeout: float = 600.0) -> RPCSpec:
+        wait_timeout: float = 600.0, reuse_sessions: bool = True) -> RPCSpec:
     """A runner that measures on the RPC servers registered at a tracker under ``key``.
 
     Parameters
@@ -148,6 +151,12 @@ def rpc(address: str, *, key: str, session_timeout: float | None = None,
     wait_timeout : float
         Seconds the session waits for a server under ``key`` (before tuning, or when the whole
         fleet is gone) before it gives up with :class:`NoDevicesError`.
+    reuse_sessions : bool
+        Keep each runner worker's RPC session for the next candidates (for at most half the
+        session timeout) instead of asking the tracker for a new one per candidate, as
+        MetaSchedule's own session function does; a new session costs about 100 ms on
+        loopback. The worker then holds its server between batches: pass False on a fleet
+        shared with other users.
 
     Returns
     -------
@@ -165,7 +174,8 @@ def rpc(address: str, *, key: str, session_timeout: float | None = None,
     if is_exposed(host):
         warnings.warn(exposure_warning(host), MsvizWarning, stacklevel=2)
     return RPCSpec(host, port, key, None if session_timeout is None else float(session_timeout),
-                   int(session_priority), max_workers, float(wait_timeout))
+                   int(session_priority), max_workers, float(wait_timeout),
+                   reuse_sessions=bool(reuse_sessions))
 
 
 def from_env() -> RPCSpec:
@@ -289,6 +299,7 @@ def wait_for_devices(spec: RPCSpec, *, emit: Callable[..., None], stop: Callable
 # -- the runner's worker functions (run in RPCRunner's popen workers) --------------------------
 
 _WORKER: dict[str, str] = {}
+_SESSION: dict[str, Any] = {}  # the kept session of this worker process (reuse_sessions)
 
 
 def create_session(rpc_config: Any) -> Any:
@@ -296,6 +307,35 @@ def create_session(rpc_config: Any) -> Any:
     session, where = compat.rpc_request(rpc_config)
     _WORKER["device"] = where
     return session
+
+
+def reused_session(rpc_config: Any) -> Any:
+    """``f_create_session`` keeping this worker's session while it is younger than half the
+    session timeout (the server ends a session at its timeout, counted from its start)."""
+    held = _SESSION.get("session")
+    if held is not None and time.monotonic() - _SESSION["since"] < \
+            rpc_config.session_timeout_sec / 2 and _SESSION["config"] == rpc_config:
+        _WORKER["device"] = _SESSION["device"]
+        return held
+    _SESSION.clear()  # drops the old session: the server becomes free again
+    session = create_session(rpc_config)
+    _SESSION.update(session=session, since=time.monotonic(), config=rpc_config,
+                    device=_WORKER["device"])
+    return session
+
+
+def cleanup_files(session: Any, remote_path: str | None) -> None:
+    """``f_cleanup`` for a kept session: delete this candidate's files only (the stock one
+    also deletes the session's directory); a session that failed is not kept."""
+    if session is None:
+        return
+    try:
+        if remote_path is not None:
+            session.remove(remote_path)
+            session.remove(remote_path + ".so")
+    except Exception:
+        _SESSION.clear()
+        raise
 
 
 def upload_module(session: Any, local_path: str, remote_path: str) -> Any:

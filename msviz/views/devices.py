@@ -125,7 +125,7 @@ def devices_figure(info: DevicesInfo) -> Any:
     from msviz.views.common import note_figure
 
     fig = go.Figure(layout={
-        "title": {"text": "Candidates measured per device and minute"},
+        "title": {"text": "Candidates per device and minute"},
         "xaxis": {"title": {"text": "minute since the first trial"}, "dtick": 1},
         "yaxis": {"title": {"text": "candidates"}},
         "barmode": "stack", "height": 320, "margin": {"t": 50, "l": 60, "r": 20, "b": 50},

@@ -75,7 +75,7 @@ FILTER_COLUMNS = ("task", "status", "generation", "batch")
 #: Columns the trials table shows, in order (those missing from a run are left out).
 TABLE_COLUMNS = (
     "trial", "task", "status", "latency_us", "gflops", "generation", "batch",
-    "origin", "predicted_score", "mutator", "design_space", "check", "error",
+    "origin", "predicted_score", "mutator", "design_space", "check", "device", "error",
 )
 
 

@@ -55,7 +55,7 @@ def test_devices_info_counts_per_device_and_minute(same: Any) -> None:
     fig = devices_figure(info)
     assert [t.name for t in fig.data] == [A, B]
     assert list(fig.data[0].x) == [0, 1, 2] and list(fig.data[1].y) == [1, 1]
-    assert fig.layout.title.text == "Candidates measured per device and minute"
+    assert fig.layout.title.text == "Candidates per device and minute"
     text = devices_text(info)
     assert "127.0.0.1:9100          gpu" in text
     assert "gpu                      1     0       2" in text
@@ -66,7 +66,7 @@ def test_devices_info_when_empty_still_draws_its_axes_and_warns(same: Any) -> No
         info = devices_info(None, None)
     assert same(info, DevicesInfo(None, None, False, None, (), (), (), (), 0))
     fig = devices_figure(info)
-    assert fig.layout.title.text == "Candidates measured per device and minute"
+    assert fig.layout.title.text == "Candidates per device and minute"
     assert "no trial measured" in fig.layout.annotations[0].text
     waiting = devices_info({**STATUS, "servers": [], "queue": {}}, None, waiting=True)
     assert waiting.waiting and "waiting for a server under key 'cpu'" in devices_text(waiting)

@@ -42,3 +42,14 @@ def test_dashboard_has_a_devices_tab_last_only_over_rpc(tmp_path: Path) -> None:
     dash = remote.dashboard()
     assert dash.tabs.titles[-1] == "Devices" and dash.devices is not None
     assert "no server registered" in dash.devices.summary.value
+
+
+def test_the_trials_table_shows_the_device_column_only_when_known() -> None:
+    from msviz.views.tables import trial_page_info
+
+    frame = row.trials_frame({"trial": [0, 1], "task_trial": [0, 1], "task": ["t", "t"],
+                              "status": ["ok", "ok"],
+                              "latency_us": [1.0, 2.0], "gflops": [1.0, 0.5],
+                              "error": [None, None], "device": ["127.0.0.1:9001", None]})
+    assert "device" in trial_page_info(frame).columns
+    assert "device" not in trial_page_info(frame.assign(device=None)).columns
