@@ -275,3 +275,47 @@ def test_same_evolved_picks(compared: dict[str, list[dict[str, Any]]]) -> None:
         assert all(r["best_mean"] > r["init_mean"] + 0.05 for r in side)
     ok, diff, tol = _close([r["best_mean"] for r in frozen], [r["best_mean"] for r in cpp], 0.01)
     assert not ok, (diff, tol)
+
+
+def _valid_share(strategy: Any, seed: int, sample: Any) -> int:
+    """Valid schedules among 64 fresh samples of GMM-0 on a CUDA target (VerifyGPUCode rejects
+    most: the share is far from 1, so it can differ). One sampling round only."""
+    ctx = ms.TuneContext(
+        mod=workloads.get(WORKLOAD).mod, target=compat.make_target("cuda", num_cores=2),
+        space_generator="post-order-apply", search_strategy=strategy, task_name="cuda",
+        rand_state=seed, num_threads=1)
+    ctx.pre_tuning(10**6, PICK, ctx.generate_design_space(), ms.database.MemoryDatabase(),
+                   FixedScores())
+    try:
+        return sample()
+    finally:
+        ctx.post_tuning()
+
+
+def test_same_valid_fraction_on_cuda() -> None:
+    """Share of fresh samples that pass the postprocs, pooled over 10 seeds x 64 samples (seen:
+    about 12% for both). Tolerance: 4 standard errors of a difference of two binomial shares
+    of 640 (about 0.07), which a search that skipped the postprocs (100%) or applied them
+    twice would exceed. Each Python failure is counted once, under the postproc that failed."""
+    knobs = {"population_size": 64, "init_min_unmeasured": 1, "max_fail_count": 5}
+    cpp_valid, py_valid = 0, 0
+    for seed in SEEDS:
+        es = ms.search_strategy.EvolutionarySearch(**knobs)
+        cpp_valid += _valid_share(es, seed, lambda es=es: len(
+            ms._ffi_api.SearchStrategyEvolutionarySearchSampleInitPopulation(es, 64)))
+        strategy = search_strategy("stock", **knobs)
+
+        def sample(strategy: Any = strategy) -> int:
+            found = strategy.search.sample_init_population(64)
+            failures = strategy.search.take_failures()
+            assert len(found) + sum(failures.values()) == 64
+            assert set(failures) <= {"VerifyGPUCode"}
+            return len(found)
+
+        py_valid += _valid_share(strategy, seed, sample)
+    n = 64 * len(SEEDS)
+    p_cpp, p_py = cpp_valid / n, py_valid / n
+    pooled = (cpp_valid + py_valid) / (2 * n)
+    tol = 4.0 * math.sqrt(2 * pooled * (1 - pooled) / n)
+    assert 0.02 < p_cpp < 0.5, p_cpp  # the check means something only if many fail
+    assert abs(p_py - p_cpp) <= tol, (p_py, p_cpp, tol)
