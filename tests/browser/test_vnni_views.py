@@ -87,6 +87,6 @@ def test_vnni_views_in_the_browser(tmp_path: Path) -> None:
             _shot(driver, "table.msviz-trace", "vnni-trace.png")
             _shot(driver, "details.msviz-intrinsic", "vnni-intrinsic.png")
             _shot(driver, ".msviz-special", "vnni-code.png")
-        _shot(driver, ".msviz-mark", "vnni-code-marks.png")
+            _shot(driver, ".msviz-mark", "vnni-code-marks.png")
             _shot(driver, "table.msviz-spaces", "vnni-spaces.png")
             _shot(driver, ".msviz-warning", "vnni-spaces-warning.png")
