@@ -157,6 +157,10 @@ def test_code_view_highlights_vpdpbusd(vnni_run: Any) -> None:
     assert n > 0
     assert view.code.value.count('class="msviz-mark"') == n
     assert f"<code>vpdpbusd</code> x{n}" in view.title.value
+    lines = asm.splitlines()
+    first = code.special_instructions(asm).lines[0]
+    assert "msviz-special-excerpt" in view.code.value
+    assert f"{first + 1:>6}: " in view.code.value and lines[first].split()[0] in view.code.value
 
 
 def test_fresh_process_replays_and_builds_the_tensorized_trial(vnni_run: Any) -> None:

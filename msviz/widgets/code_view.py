@@ -50,6 +50,21 @@ def special_html(special: SpecialInstructions) -> str:
             f"special instructions: {found} ({len(special.lines)} lines highlighted)</span>")
 
 
+def excerpt_html(text: str, special: SpecialInstructions, language: str, *,
+                 limit: int = 6) -> str:
+    """The first lines that use a special instruction, with their line numbers, so they show
+    without scrolling the whole listing."""
+    if not special.lines:
+        return ""
+    lines = text.splitlines()
+    shown = "\n".join(f"{i + 1:>6}: {lines[i].strip()}" for i in special.lines[:limit])
+    more = len(special.lines) - limit
+    note = f" (and {more} more, highlighted below)" if more > 0 else " (highlighted below)"
+    return (f"<div class='msviz-special-excerpt' style='border-left:4px solid #e0a800;"
+            f"padding-left:6px;margin:4px 0'><i>lines using them{note}</i>"
+            f"{code_html(shown, language, max_height='140px')}</div>")
+
+
 class CodeView(W.VBox):
     """Code of the selected trial and a diff between two trials.
 
@@ -105,11 +120,13 @@ class CodeView(W.VBox):
         self.error.clear()
         self.title.value = f"<b>trial {index}</b>"
         marks: tuple[int, ...] = ()
+        excerpt = ""
         if kind in ("asm", "ll"):
             special = special_instructions(text)
             marks = special.lines
             self.title.value += " " + special_html(special)
-        self.code.value = code_html(text, language, mark_lines=marks)
+            excerpt = excerpt_html(text, special, language)
+        self.code.value = excerpt + code_html(text, language, mark_lines=marks)
         self.diff_b.value = self.diff_a.value
         self.diff_a.value = index
 

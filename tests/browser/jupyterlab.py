@@ -115,6 +115,21 @@ def run_all_cells(driver: Any, url: str, name: str) -> None:
     assert ok is True, ok
 
 
+def start_all_cells(driver: Any, url: str, name: str) -> None:
+    """Open notebook ``name`` and start running all its cells, without waiting for them."""
+    driver.set_script_timeout(180)
+    driver.get(url.replace("/lab?", f"/lab/tree/{name}?"))
+    wait(driver, "return window.jupyterapp && document.querySelector('.jp-Notebook')",
+         what="the notebook to open")
+    ok = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "(async () => { const app = window.jupyterapp; await app.restored;"
+        " const panel = app.shell.currentWidget; await panel.sessionContext.ready;"
+        " app.commands.execute('notebook:run-all-cells');"
+        " done(true); })().catch(e => done('error: ' + e));")
+    assert ok is True, ok
+
+
 def stop_session(driver: Any) -> None:
     """Ask the kernel to stop the notebook's ``session`` (so no tuning outlives the test)."""
     driver.execute_script(
@@ -127,18 +142,23 @@ def stop_session(driver: Any) -> None:
 
 @contextmanager
 def lab_notebook(tmp_path: Path, name: str, cells: list[str], artifacts: Path,
-                 failure_shot: str) -> Iterator[Any]:
-    """JupyterLab + Chromium on a new notebook ``name`` with ``cells``, all cells run; yields
-    the driver, saving ``artifacts/failure_shot`` if the body fails."""
+                 failure_shot: str, *, wait_for_cells: bool = True) -> Iterator[Any]:
+    """JupyterLab + Chromium on a new notebook ``name`` (in ``tmp_path/lab``) with ``cells``,
+    all cells run; yields the driver, saving ``artifacts/failure_shot`` if the body fails.
+    ``wait_for_cells=False`` starts the cells and yields at once (for cells that take longer
+    than the driver's 120 s read timeout: poll the page for what they show)."""
     from tests.browser.chromium import chromium
 
     root = tmp_path / "lab"
-    root.mkdir()
+    root.mkdir(exist_ok=True)
     write_notebook(root, name, cells)
     artifacts.mkdir(exist_ok=True)
     with jupyterlab(root) as url, chromium(offline=True) as driver:
         try:
-            run_all_cells(driver, url, name)
+            if wait_for_cells:
+                run_all_cells(driver, url, name)
+            else:
+                start_all_cells(driver, url, name)
             yield driver
         except BaseException:
             driver.save_screenshot(str(artifacts / failure_shot))

@@ -29,11 +29,7 @@ CELLS = [
     "from msviz import compat\n"
     "from msviz.widgets import CodeView, DesignSpaceView, Selection, TraceView\n"
     "target = compat.make_target('llvm')\n"
-    "session = msviz.Session('I8DP-0', work_dir='wd', max_trials=8, trials_per_batch=8,\n"
-    "                        strategy='replay', seed=2)\n"
-    "session.start()\n"
-    "print(session.wait(600))\n"
-    "run = session.open()\n"
+    "run = msviz.open('wd')\n"
     "sel = Selection()",
     "trace_view = TraceView(run.trial, selection=sel, target=target)\n"
     "sel.trial = run.best().index\n"
@@ -58,7 +54,14 @@ def _shot(driver, selector: str, name: str, index: int = 0) -> None:
 
 
 def test_vnni_views_in_the_browser(tmp_path: Path) -> None:
-    with lab_notebook(tmp_path, "vnni.ipynb", CELLS, ARTIFACTS, "vnni-failure.png") as driver:
+    import msviz
+
+    session = msviz.Session("I8DP-0", work_dir=tmp_path / "lab" / "wd", max_trials=8,
+                            trials_per_batch=8, strategy="replay", seed=2)
+    session.start()
+    assert session.wait(600) == "finished"
+    with lab_notebook(tmp_path, "vnni.ipynb", CELLS, ARTIFACTS, "vnni-failure.png",
+                      wait_for_cells=False) as driver:
             _wait(driver, "return document.querySelectorAll('table.msviz-spaces').length >= 2",
                   timeout=900, what="both design-space views")
             count = "return document.querySelectorAll({!r}).length"
@@ -84,5 +87,6 @@ def test_vnni_views_in_the_browser(tmp_path: Path) -> None:
             _shot(driver, "table.msviz-trace", "vnni-trace.png")
             _shot(driver, "details.msviz-intrinsic", "vnni-intrinsic.png")
             _shot(driver, ".msviz-special", "vnni-code.png")
+            _shot(driver, ".msviz-mark", "vnni-code-marks.png")
             _shot(driver, "table.msviz-spaces", "vnni-spaces.png")
             _shot(driver, ".msviz-warning", "vnni-spaces-warning.png")
