@@ -1,6 +1,6 @@
 """msviz: see and steer TVM MetaSchedule tuning from Jupyter."""
 
-from msviz import workloads
+from msviz import models, workloads
 from msviz.engine import RuleSet, Session
 from msviz.engine.py_strategy import search_strategy as search_strategy
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
@@ -19,6 +19,7 @@ __all__ = [
     "WorkDirError",
     "WorkloadError",
     "decision_sites",
+    "models",
     "open",
     "trace_rows",
     "with_decisions",

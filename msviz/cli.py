@@ -7,12 +7,12 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from msviz.engine import Session
 
-__all__ = ["main"]
+__all__ = ["Progress", "format_task_table", "main"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -37,15 +37,73 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(session: Session, start: float) -> str:
-    from msviz.records.row import gflops
+def format_task_table(rows: list[dict]) -> str:
+    """MetaSchedule's task table (``PrintTuningStatistics``) from :meth:`Session.task_table`."""
+    from msviz.engine.scheduler import format_task_table as table
 
-    best_us = session.best_secs * 1e6
-    best_text = "-" if best_us == float("inf") else (
-        f"{best_us:.2f} us ({gflops(session.workload.flop, best_us):.1f} GFLOPS)")
-    stage = next((e.kind for e in reversed(session.events.snapshot()) if e.kind != "log"), "")
-    return (f"\r[{time.perf_counter() - start:6.1f} s] {session.state:<8} {stage:<18} "
-            f"trials {session.trials_done}/{session.max_trials}  best {best_text}   ")
+    return table(rows)
+
+
+class Progress:
+    """One progress bar per run: redrawn in place on a terminal; otherwise one plain line now
+    and then (every ``every`` seconds, or each tenth of the trials), never a flood of ``\\r``."""
+
+    def __init__(self, session: Session, *, stream: Any = None, every: float = 30.0) -> None:
+        self.session = session
+        self.stream = stream or sys.stdout
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every
+        self.start = time.perf_counter()
+        self._last_time = -1e9
+        self._last_tenth = -1
+        self._drawn = False
+
+    def line(self) -> str:
+        from msviz.records.row import gflops
+
+        session = self.session
+        best_us = session.best_secs * 1e6
+        if best_us == float("inf"):
+            best_text = "-"
+        elif session.model is None:
+            best_text = f"{best_us:.2f} us ({gflops(session.workload.flop, best_us):.1f} GFLOPS)"
+        else:
+            best_text = f"model ~{best_us:.2f} us"
+        done = min(session.trials_done, session.max_trials)
+        width = 20
+        fill = int(width * done / max(1, session.max_trials))
+        bar = "#" * fill + "." * (width - fill)
+        stage = next((e.kind for e in reversed(session.events.snapshot())
+                      if e.kind not in ("log", "warning")), "")
+        return (f"[{bar}] {done}/{session.max_trials} trials "
+                f"[{time.perf_counter() - self.start:6.1f} s] {session.state:<8} {stage:<18} "
+                f"best {best_text}")
+
+    def update(self, *, force: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[K" + self.line())
+            self._drawn = True
+        else:
+            now = time.perf_counter()
+            tenth = 10 * self.session.trials_done // max(1, self.session.max_trials)
+            if force or now - self._last_time >= self.every or tenth > self._last_tenth:
+                self.stream.write(self.line() + "\n")
+                self._last_time, self._last_tenth = now, tenth
+        self.stream.flush()
+
+    def print(self, text: str) -> None:
+        """Print lines above the bar (the bar is redrawn at the next update)."""
+        if self.tty and self._drawn:
+            self.stream.write("\r\x1b[K")
+            self._drawn = False
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.update(force=True)
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 def _tune(args: argparse.Namespace, **knobs: object) -> int:
@@ -53,29 +111,68 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     from msviz.report import write_report
 
     evaluator = {"number": 3, "repeat": 1, "min_repeat_ms": args.min_repeat_ms}
+    extra = {}
+    if getattr(args, "trials_per_task", None) is not None:
+        extra["max_trials_per_task"] = args.trials_per_task
+    if getattr(args, "task_scheduler", None) is not None:
+        extra["task_scheduler"] = args.task_scheduler
     session = Session(args.workload, target=args.target, work_dir=args.work_dir,
                       max_trials=args.trials, trials_per_batch=args.batch, seed=args.seed,
                       strategy=args.strategy, preset=args.preset, resume=args.resume,
-                      evaluator_config=evaluator, **knobs)
-    workload = session.workload
+                      evaluator_config=evaluator, **extra, **knobs)
     from msviz.compat import describe_target
 
-    print(f"msviz: tuning {workload.name} ({workload.description}) on "
-          f"{describe_target(session.target)}, {args.trials} trials, work dir {session.work_dir}")
-    start = time.perf_counter()
+    if session.model is not None:
+        model = session.model
+        print(f"msviz: tuning model {model.name} ({model.description}): {len(session.tasks)} "
+              f"tasks on {describe_target(session.target)}, {args.trials} trials, "
+              f"work dir {session.work_dir}")
+        print(format_task_table(session.task_table()))
+    else:
+        workload = session.workload
+        print(f"msviz: tuning {workload.name} ({workload.description}) on "
+              f"{describe_target(session.target)}, {args.trials} trials, "
+              f"work dir {session.work_dir}")
+    progress = Progress(session)
+    changes: list[str] = []
+
+    def on_event(event: Any) -> None:  # the worker thread: only note it, the main loop prints
+        if session.model is not None and event.kind in ("task_done", "measured"):
+            changes.append(event.kind)
+
+    session.subscribe(on_event)
+    start = last_table = time.perf_counter()
     session.start()
     try:
         while session.wait(0.5) in ("running", "stopping"):
-            print(_progress(session, start), end="", flush=True)
+            # the task table as it goes: when a task finishes, else at most once a minute
+            if changes and ("task_done" in changes or time.perf_counter() - last_table > 60):
+                changes.clear()
+                progress.print(format_task_table(session.task_table()))
+                last_table = time.perf_counter()
+            progress.update()
     except KeyboardInterrupt:
         session.stop()
         session.wait()
-    print(_progress(session, start))
+    progress.close()
     if session.state == "failed":
         print(f"msviz: tuning failed: {session.end_reason}", file=sys.stderr)
         print(session.events[-1].get("traceback", ""), file=sys.stderr)
         return 1
     print(f"{session.state} ({session.end_reason}) in {time.perf_counter() - start:.1f} s\n")
+    if session.model is not None:
+        print(format_task_table(session.task_table()))
+        e2e = session.end_to_end
+        if e2e is not None:
+            if e2e.get("error"):
+                print(f"end to end: {e2e['error']}")
+            else:
+                print(f"end to end: untuned {e2e['untuned_us']:.1f} us, tuned "
+                      f"{e2e['tuned_us']:.1f} us, outputs "
+                      f"{'match' if e2e['match'] else 'DIFFER'} (max |diff| "
+                      f"{e2e['max_abs_diff']:.2e}); untuned kernels: "
+                      f"{', '.join(e2e['fallback']) or 'none'}")
+        print()
     _cmd_show(argparse.Namespace(work_dir=session.work_dir, top=5))
     if not args.no_report:
         report = write_report(session.work_dir, Path(session.work_dir) / "report.html")
@@ -123,9 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
     _tune_flags(demo, trials=32, work_dir="msviz-demo")
     demo.set_defaults(func=_cmd_demo)
 
-    tune = sub.add_parser("tune", help="tune a catalogue workload (e.g. GMM-0, C2D-3)")
-    tune.add_argument("workload", help="catalogue name with size index, e.g. GMM-2")
+    tune = sub.add_parser("tune", help="tune a catalogue workload (e.g. GMM-0, C2D-3), a "
+                          "catalogue model (mlp, resnet-block, transformer-block, resnet18) or "
+                          "an ONNX file")
+    tune.add_argument("workload", help="catalogue name with size index (GMM-2), model name "
+                      "(mlp) or model.onnx")
     _tune_flags(tune, trials=64, work_dir=None)
+    tune.add_argument("--trials-per-task", type=int,
+                      help="a model's per-task budget (max_trials_per_task; default none)")
+    tune.add_argument("--task-scheduler", choices=["gradient", "round-robin"],
+                      help="which task gets the next batch (default gradient)")
     tune.add_argument("--population-size", type=int, help="evolutionary population (512)")
     tune.add_argument("--genetic-num-iters", type=int, help="genetic iterations (4)")
     tune.set_defaults(func=_cmd_tune)

@@ -17,7 +17,7 @@ import tvm
 from msviz.compat import normalize_mod, tir
 from msviz.errors import WorkloadError
 
-__all__ = ["Workload", "catalogue", "flop_count", "get", "resolve"]
+__all__ = ["Workload", "catalogue", "flop_count", "get", "models", "resolve"]
 
 #: What each catalogue name computes (MetaSchedule's abbreviations).
 DESCRIPTIONS = {
@@ -47,6 +47,14 @@ def catalogue() -> dict[str, list[tuple]]:
     """Every catalogue name with its list of size tuples (the ``index`` picks one)."""
     configs = _te_workload().CONFIGS
     return {name: list(configs[name][1]) for name in DESCRIPTIONS if name in configs}
+
+
+def models() -> dict[str, str]:
+    """The model catalogue (every task tuned in one ``msviz.Session("mlp")``): name -> what
+    it is. See :mod:`msviz.models`."""
+    from msviz.models import catalogue as model_catalogue
+
+    return model_catalogue()
 
 
 def flop_count(mod: tvm.IRModule) -> float:

@@ -10,6 +10,19 @@ Fields of the main kinds (every task event also has ``task_index``):
 * ``started``: ``work_dir``, ``seed``, ``preset``, ``strategy``, ``target`` (the full target
   as a dict, ``Target.export()``), ``target_kind`` (its kind name), ``flop`` (the workload's
   FLOP count), ``max_trials``, ``trials_per_batch``, ``resumed``, ``knobs``.
+  It also has ``model`` (the model's name, None for a single PrimFunc) and ``num_tasks``.
+* ``tasks`` (once per run, right after ``started``; again when budgets or pins change):
+  ``tasks``, one ``{"index", "name", "flop", "weight", "max_trials", "pinned", "skipped"}``
+  per task. Session-level events (``started``, ``tasks``, ``scheduled``, ``end_to_end``, the
+  end) have ``task`` = the model's (or workload's) name.
+* ``scheduled`` (once per batch, before the picked task's search runs): ``batch`` (global,
+  continues on resume), ``scheduler`` (``"gradient"`` | ``"round-robin"``), ``pick`` (task
+  index), ``pick_name``, ``reason``, ``forced``, and per task: ``gradients``, ``best_us``,
+  ``trials``, ``done``.
+* ``task_done``: ``task_index``, ``reason`` (``"reached max_trials_per_task"``, the search's
+  end, ``"every candidate failed"``, ...).
+* ``end_to_end``: ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``
+  (names of the tasks with no tuned record), ``error``.
 * ``initial_population`` / ``generation`` / ``picked``: ``generation`` (continues across a
   resume) and ``failures``: ``{step: count}``, each failed try counted once, in the stage where
   it happened, under the step that failed (``"trace replay"``, a postproc's class name, or
@@ -37,7 +50,9 @@ __all__ = ["EVENT_KINDS", "Event", "EventLog"]
 #: The kinds of event the engine emits, in the order a tuning batch produces them.
 EVENT_KINDS = (
     "started",
+    "tasks",
     "design_spaces",
+    "scheduled",
     "initial_population",
     "generation",
     "picked",
@@ -48,6 +63,8 @@ EVENT_KINDS = (
     "resumed",
     "rules_set",
     "remeasured",
+    "task_done",
+    "end_to_end",
     "warning",
     "log",
     "callback_error",

@@ -13,16 +13,18 @@ import collections
 import os
 import tempfile
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from msviz import compat
+from msviz.engine import scheduler as scheduler_mod
 from msviz.engine.events import EventLog
 from msviz.engine.presets import knobs_for
 from msviz.engine.rules import RuleSet
-from msviz.engine.tuner import Tuner
+from msviz.engine.tuner import SharedParts, Tuner
 from msviz.errors import MsvizError, WorkDirError
 from msviz.records import database as db_files
 
@@ -41,24 +43,44 @@ class _StopRequested(Exception):
     pass
 
 
+def _check_budget(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
 class Session:
     """Tune one workload with MetaSchedule in a background thread.
 
     Parameters
     ----------
-    workload : str | PrimFunc | IRModule | Workload
-        A catalogue name (``"GMM-0"``), TVMScript, a PrimFunc or an IRModule with one PrimFunc.
+    workload : str | PrimFunc | IRModule | Workload | Model
+        One PrimFunc: a catalogue name (``"GMM-0"``), TVMScript, a PrimFunc or an IRModule
+        with one PrimFunc. Or a model (every task of it is tuned in this session): a model of
+        the catalogue (``"mlp"``, ``"resnet-block"``, ...; see :func:`msviz.models.catalogue`),
+        an ``.onnx`` file, a Relax IRModule (``params=`` or ``(mod, params)``), an
+        ``nn.Module`` (``spec=`` or ``(module, spec)``), or a :class:`msviz.models.Model`.
     target : str | dict | Target
         ``"llvm"`` (the host CPU, its cores) or ``"cuda"``, a tag, a dict or a Target.
     work_dir : str | Path, optional
         Where the stock JSON database, the sidecar and the logs go (a new temp dir if None).
     max_trials : int
-        Trials in total, counting those the work dir already holds when resuming. A candidate
+        Trials in total over all tasks, counting those the work dir already holds when
+        resuming. A candidate
         that could not be measured for infrastructure reasons (``error_kind="infra"``) is stored
         but does not count; 3 such batches in a row fail the session with
         :class:`msviz.engine.InfrastructureError`.
     trials_per_batch : int
         Candidates measured per batch.
+    max_trials_per_task : int, optional
+        A model's per-task budget (as in ``tune_relax``; None: no limit of its own).
+    task_scheduler : {"gradient", "round-robin"} | TaskScheduler
+        Which task gets the next batch: MetaSchedule's ``GradientBased`` (``alpha=0.2``,
+        ``window_size=3``, the session's seed) or ``RoundRobin``.
+    params, spec : optional
+        A Relax model's weights, an ``nn.Module``'s input spec.
+    end_to_end_check : bool
+        For a model: compile it with the work dir's database when tuning ends, run it, compare
+        with the untuned build and time both (the ``end_to_end`` event, :attr:`end_to_end`).
     strategy : {"evolutionary", "replay"}
         msviz's step-able port of ``EvolutionarySearch``, or MetaSchedule's ``ReplayTrace``.
     rules : RuleSet, optional
@@ -91,7 +113,11 @@ class Session:
                  seed: int | None = None, preset: str = "msviz", resume: bool = False,
                  builder: Any = "local", runner: Any = "local", num_threads: int | None = None,
                  builder_timeout: float = 30.0, runner_timeout: float = 30.0,
-                 evaluator_config: Any = None, **knobs: Any) -> None:
+                 evaluator_config: Any = None, max_trials_per_task: int | None = None,
+                 task_scheduler: Any = "gradient", params: dict | None = None,
+                 spec: dict | None = None, end_to_end_check: bool = True,
+                 **knobs: Any) -> None:
+        from msviz import models
         from msviz.workloads import resolve
 
         if strategy not in ("evolutionary", "replay"):
@@ -99,10 +125,25 @@ class Session:
         for name, value in (("max_trials", max_trials), ("trials_per_batch", trials_per_batch)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if max_trials_per_task is not None:
+            _check_budget("max_trials_per_task", max_trials_per_task)
         self.knobs = knobs_for(preset, **knobs)
         self.preset = preset
-        self.workload = resolve(workload)
         self.target = compat.make_target(target)
+        #: The model (None when tuning one PrimFunc).
+        self.model = models.load(workload, params=params, spec=spec) \
+            if models.is_model(workload) else None
+        if self.model is not None:
+            self.tasks = self.model.extract_tasks(self.target)
+            self.workload = self.tasks[0].workload
+        else:
+            if params is not None or spec is not None:
+                raise TypeError("params= and spec= belong to a model (a Relax IRModule, an "
+                                "nn.Module), not to a single PrimFunc workload")
+            self.workload = resolve(workload)
+            self.tasks = [models.ModelTask(0, self.workload.name, 1, self.workload)]
+        #: The model's (or the workload's) name: the task of session-level events.
+        self.name = self.model.name if self.model is not None else self.workload.name
         self.rules = (rules or RuleSet.default(str(self.target.kind.name))).copy().validate()
         self.work_dir = Path(work_dir) if work_dir is not None else Path(
             tempfile.mkdtemp(prefix="msviz-"))
@@ -116,7 +157,20 @@ class Session:
             % (2**31 - 2) + 1
         self.max_trials = max_trials
         self.trials_per_batch = trials_per_batch
+        self.max_trials_per_task = max_trials_per_task
         self.strategy = strategy
+        self.scheduler = scheduler_mod.create(task_scheduler, seed=self.seed)
+        n = len(self.tasks)
+        self._task_budget: list[int | None] = [max_trials_per_task] * n
+        self._pinned = [False] * n
+        self._skipped = [False] * n
+        self._done: list[str | None] = [None] * n  # why each task ended
+        self._task_rules: dict[int, RuleSet] = {}
+        self._forced: int | None = None
+        self._batch = 0
+        self.end_to_end_check = bool(end_to_end_check) and self.model is not None
+        #: The last end-to-end check (the ``end_to_end`` event's data), or None.
+        self.end_to_end: dict | None = None
         self.num_threads = num_threads or len(os.sched_getaffinity(0))
         self._measurer_options = {
             "builder": builder, "runner": runner, "builder_timeout": builder_timeout,
@@ -131,7 +185,8 @@ class Session:
         self._stop_requested = False
         self._commands: collections.deque = collections.deque()
         self._thread: threading.Thread | None = None
-        self._tuner: Tuner | None = None
+        self._tuners: list[Tuner] = []
+        self._shared: SharedParts | None = None
         self._measure_lock = threading.Lock()  # all measurements, one at a time
         self.end_reason: str | None = None
         self._live: Any = None  # the trials table, fed by events (see `run`)
@@ -146,15 +201,69 @@ class Session:
         return self._state
 
     @property
+    def _tuner(self) -> Tuner | None:
+        """The first task's tuner (the only one for a single PrimFunc)."""
+        return self._tuners[0] if self._tuners else None
+
+    @property
     def trials_done(self) -> int:
-        """Trials of this task in the work dir that count toward ``max_trials`` (committed ones;
-        infrastructure failures are stored but do not count)."""
-        return self._tuner.trials_done if self._tuner is not None else 0
+        """Trials of all tasks in the work dir that count toward ``max_trials`` (committed
+        ones; infrastructure failures are stored but do not count)."""
+        return sum(t.trials_done for t in self._tuners)
 
     @property
     def best_secs(self) -> float:
-        """Mean run time of the fastest successful trial so far (inf if none)."""
-        return self._tuner.best_secs if self._tuner is not None else float("inf")
+        """Mean run time of the fastest successful trial so far (inf if none); for a model,
+        the estimated model latency: the sum of weight x best run time over the tasks (inf
+        while a task has none)."""
+        if not self._tuners:
+            return float("inf")
+        if self.model is None:
+            return self._tuner.best_secs
+        return sum(t.weight * u.best_secs for t, u in zip(self.tasks, self._tuners))
+
+    def task_index(self, task: Any = None) -> int:
+        """The index of a task given by index or name (None: the only task of a PrimFunc)."""
+        if task is None:
+            if len(self.tasks) == 1:
+                return 0
+            raise ValueError(f"{self.name} has {len(self.tasks)} tasks: pass task= (an index "
+                             "or a task name)")
+        if isinstance(task, str):
+            for t in self.tasks:
+                if t.name == task:
+                    return t.index
+            raise ValueError(f"no task named {task!r}; tasks: "
+                             f"{', '.join(t.name for t in self.tasks)}")
+        if isinstance(task, bool) or not isinstance(task, int) or not \
+                0 <= task < len(self.tasks):
+            raise ValueError(f"task must be a task name or an index in 0..{len(self.tasks) - 1},"
+                             f" not {task!r}")
+        return task
+
+    def task_table(self) -> list[dict]:
+        """MetaSchedule's task table now, one dict per task: ``index``, ``name``, ``flop``,
+        ``weight``, ``gflops``, ``latency_us``, ``weighted_latency_us`` (None while the task
+        has no successful trial), ``trials``, ``done``."""
+        rows = []
+        for task in self.tasks:
+            tuner = self._tuners[task.index] if self._tuners else None
+            best = tuner.best_secs * 1e6 if tuner is not None else float("inf")
+            ok = best != float("inf")
+            rows.append({"index": task.index, "name": task.name, "flop": float(task.flop),
+                         "weight": int(task.weight),
+                         "gflops": task.flop / best / 1e3 if ok and task.flop > 0 else None,
+                         "latency_us": best if ok else None,
+                         "weighted_latency_us": best * task.weight if ok else None,
+                         "trials": tuner.trials_done if tuner is not None else 0,
+                         "done": self._done[task.index] is not None})
+        return rows
+
+    def tasks_info(self) -> list[dict]:
+        """The ``tasks`` event's list: one dict per task."""
+        return [{"index": t.index, "name": t.name, "flop": float(t.flop), "weight": int(t.weight),
+                 "max_trials": self._task_budget[t.index], "pinned": self._pinned[t.index],
+                 "skipped": self._skipped[t.index]} for t in self.tasks]
 
     def subscribe(self, callback: Any, *, replay: bool = False) -> Any:
         """Call ``callback(event)`` for every event (see :meth:`EventLog.subscribe`)."""
@@ -252,7 +361,7 @@ class Session:
             else:
                 return False
         if emit:
-            self.events.emit("stopped", self.workload.name, reason=self.end_reason,
+            self.events.emit("stopped", self.name, reason=self.end_reason,
                              trials=self.trials_done)
         return True
 
@@ -263,26 +372,101 @@ class Session:
                 lambda: self._state not in ("running", "stopping"), timeout=timeout)
             return self._state
 
-    def set_rules(self, rules: RuleSet) -> Future:
+    def set_rules(self, rules: RuleSet, *, task: Any = None) -> Future:
         """Use new schedule rules / postprocs / mutator probabilities from the next stage on.
 
         The rules are checked now (:class:`RuleError` names the bad rule and parameter); the
         design spaces are regenerated by the worker; database and cost model are kept.
+        ``task`` (an index or name) limits them to one task of a model (default: every task).
         """
         if not isinstance(rules, RuleSet):
             raise TypeError(f"rules must be a RuleSet, not {type(rules).__name__}")
         rules = rules.copy().validate()
+        index = None if task is None else self.task_index(task)
         with self._cond:
             if self._state in _ENDED or self._state == "stopping":
                 raise self._refuse("set_rules", "it has ended")
-            if self._state == "idle":
+            if self._state == "idle" and index is None:
                 self.rules = rules
                 done: Future = Future()
                 done.set_result(None)
                 return done
-            return self._enqueue("set_rules", rules)
+            if self._state == "idle":
+                self._task_rules[index] = rules
+                done = Future()
+                done.set_result(None)
+                return done
+            return self._enqueue("set_rules", (rules, index))
 
-    def remeasure(self, trial_or_trace: Any, *, repeats: int = 3) -> Future:
+    # -- steering the task scheduler ----------------------------------------------------------
+
+    def tune_next(self, task: Any) -> Future:
+        """Give the next batch to ``task`` (an index or name), whatever the scheduler says."""
+        return self._steer("tune_next", self.task_index(task))
+
+    def pin(self, task: Any, pinned: bool = True) -> Future:
+        """Give every batch to ``task`` while it is pinned (until unpinned or done)."""
+        return self._steer("pin", (self.task_index(task), bool(pinned)))
+
+    def skip(self, task: Any, skipped: bool = True) -> Future:
+        """Leave ``task`` out of the schedule while it is skipped."""
+        return self._steer("skip", (self.task_index(task), bool(skipped)))
+
+    def set_task_budget(self, task: Any, max_trials: int | None) -> Future:
+        """Change one task's trial budget (None: no limit of its own)."""
+        if max_trials is not None:
+            _check_budget("max_trials", max_trials)
+        return self._steer("budget", (self.task_index(task), max_trials))
+
+    def set_scheduler(self, kind: Any) -> Future:
+        """Switch the task scheduler (``"gradient"`` or ``"round-robin"``) from the next pick on.
+        A new ``GradientBased`` starts with its warm-up over the tasks not tuned yet."""
+        new = scheduler_mod.create(kind, seed=self.seed)
+        return self._steer("scheduler", new)
+
+    def _steer(self, name: str, arg: Any) -> Future:
+        with self._cond:
+            if self._state in _ENDED or self._state == "stopping":
+                raise self._refuse(name, "it has ended")
+            if self._state != "idle":
+                return self._enqueue(name, arg)
+        self._apply_steering(name, arg)
+        done: Future = Future()
+        done.set_result(None)
+        return done
+
+    def _apply_steering(self, name: str, arg: Any) -> None:
+        if name == "tune_next":
+            self._forced = arg
+            return
+        if name == "scheduler":
+            if isinstance(arg, scheduler_mod.GradientBased):
+                arg.round_robin_rounds = self._warm_up_done()
+            self.scheduler = arg
+            return
+        index, value = arg
+        if name == "pin":
+            self._pinned[index] = value
+        elif name == "skip":
+            self._skipped[index] = value
+        elif name == "budget":
+            self._task_budget[index] = value
+            if self._done[index] == "reached max_trials_per_task" and (
+                    value is None or self._tuners[index].trials_done < value):
+                self._done[index] = None  # a larger budget brings it back
+        if self._state != "idle":
+            self.events.emit("tasks", self.name, tasks=self.tasks_info())
+
+    def _warm_up_done(self) -> int:
+        """Leading tasks that already have a best-latency history (skipped by the warm-up)."""
+        count = 0
+        for tuner in self._tuners:
+            if not tuner.best_history_ms:
+                break
+            count += 1
+        return count
+
+    def remeasure(self, trial_or_trace: Any, *, repeats: int = 3, task: Any = None) -> Future:
         """Build and run a schedule again; the new run_secs become a re-measurement of its trial.
 
         Parameters
@@ -291,6 +475,8 @@ class Session:
             A row of :attr:`trials`, a Trial, or a schedule/trace of this workload.
         repeats : int
             Timed repeats.
+        task : int | str, optional
+            The task it belongs to (default: the trial's task, or the only task).
 
         Returns
         -------
@@ -300,11 +486,15 @@ class Session:
         """
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+        if task is None and len(self.tasks) > 1:
+            task = _task_of(trial_or_trace)
+        index = self.task_index(task)
         with self._cond:
             if self._state in ("running", "paused", "stopping") and self._thread is not None:
-                return self._enqueue("remeasure", (trial_or_trace, repeats))
+                return self._enqueue("remeasure", (trial_or_trace, repeats, index))
         future: Future = Future()
-        threading.Thread(target=self._remeasure_now, args=(future, trial_or_trace, repeats),
+        threading.Thread(target=self._remeasure_now,
+                         args=(future, trial_or_trace, repeats, index),
                          name="msviz-remeasure", daemon=True).start()
         return future
 
@@ -314,52 +504,93 @@ class Session:
         self._cond.notify_all()
         return future
 
-    def _remeasure_now(self, future: Future, what: Any, repeats: int) -> None:
+    def _remeasure_now(self, future: Future, what: Any, repeats: int, index: int = 0) -> None:
         try:
             with self._measure_lock:
-                tuner = self._tuner
-                fresh = tuner is None or not tuner.ready
+                tuners = self._tuners
+                fresh = not tuners or not all(t.ready for t in tuners)
                 if fresh:
-                    tuner = self._make_tuner()
-                    tuner.setup()
+                    shared, tuners = self._make_tuners()
                     if self._state == "idle":
-                        self._tuner = tuner  # start() will reuse it
+                        self._shared, self._tuners = shared, tuners  # start() reuses them
                 try:
-                    future.set_result(tuner.remeasure(what, repeats))
+                    future.set_result(tuners[index].remeasure(what, repeats))
                 finally:
-                    if fresh and tuner is not self._tuner:
-                        tuner.close()  # the session has ended: free its workers again
+                    if fresh and tuners is not self._tuners:
+                        self._close_tuners(tuners, shared)  # the session has ended
         except BaseException as err:
             future.set_exception(err)
 
     # -- the worker -------------------------------------------------------------------------------
 
-    def _make_tuner(self) -> Tuner:
-        return Tuner(workload=self.workload, target=self.target, work_dir=self.work_dir,
-                     knobs=self.knobs, strategy=self.strategy, rules=self.rules, seed=self.seed,
-                     num_threads=self.num_threads, max_trials=self.max_trials,
-                     trials_per_batch=self.trials_per_batch,
-                     measurer_options=self._measurer_options, emit=self.events.emit)
+    def _task_seed(self, index: int) -> int:
+        if index == 0:
+            return self.seed  # a single PrimFunc tunes with the session's seed, as before
+        return (self.seed - 1 + index * 7919) % (2**31 - 2) + 1
+
+    def _make_tuners(self) -> tuple[SharedParts, list[Tuner]]:
+        """The shared parts and one tuner per task, set up (on the calling thread)."""
+        shared = SharedParts(work_dir=self.work_dir, target=self.target, knobs=self.knobs,
+                             num_threads=self.num_threads,
+                             measurer_options=self._measurer_options)
+        shared.open(lambda message: self.events.emit("warning", self.name, message=message))
+        tuners = []
+        try:
+            for task in self.tasks:
+                tuner = Tuner(workload=task.workload, target=self.target,
+                              work_dir=self.work_dir, knobs=self.knobs, strategy=self.strategy,
+                              rules=self._task_rules.get(task.index, self.rules),
+                              seed=self._task_seed(task.index), num_threads=self.num_threads,
+                              max_trials=self.max_trials, trials_per_batch=self.trials_per_batch,
+                              measurer_options=self._measurer_options, emit=self.events.emit,
+                              task_index=task.index, shared=shared)
+                tuners.append(tuner)
+                tuner.setup()
+        except BaseException:
+            self._close_tuners(tuners, shared)
+            raise
+        return shared, tuners
+
+    @staticmethod
+    def _close_tuners(tuners: list[Tuner], shared: SharedParts | None) -> None:
+        for tuner in tuners:
+            tuner.close()
+        if shared is not None:
+            shared.close()
 
     def _work(self) -> None:
         compat.quiet_ipython_printing()
-        task = self.workload.name
+        name = self.name
         final, data = "failed", {}
         try:
-            self.events.emit("started", task, work_dir=str(self.work_dir), seed=self.seed,
+            flop = float(self.workload.flop) if self.model is None else float(
+                sum(t.weight * t.flop for t in self.tasks))
+            self.events.emit("started", name, work_dir=str(self.work_dir), seed=self.seed,
                              preset=self.preset, strategy=self.strategy,
                              target=compat.to_jsonable(self.target.export()),
                              target_kind=str(self.target.kind.name),
-                             flop=float(self.workload.flop), max_trials=self.max_trials,
+                             flop=flop, max_trials=self.max_trials,
                              trials_per_batch=self.trials_per_batch, resumed=self._resume,
-                             knobs=vars(self.knobs).copy())
+                             knobs=vars(self.knobs).copy(),
+                             model=self.model.name if self.model is not None else None,
+                             num_tasks=len(self.tasks),
+                             max_trials_per_task=self.max_trials_per_task,
+                             task_scheduler=self.scheduler.kind)
+            self.events.emit("tasks", name, tasks=self.tasks_info())
             with self._measure_lock:
-                tuner = self._tuner
-                if tuner is None or not tuner.ready:
-                    tuner = self._tuner = self._make_tuner()
-                    tuner.setup()
+                if not self._tuners or not all(t.ready for t in self._tuners):
+                    self._shared, self._tuners = self._make_tuners()
+            with self._live_lock:
+                if self._live is not None:
+                    self._teach_live(self._live)
+            if isinstance(self.scheduler, scheduler_mod.GradientBased):
+                self.scheduler.round_robin_rounds = self._warm_up_done()
+            for task in self.tasks:
+                self._log_scheduler(f"Initializing Task #{task.index}: {task.name}")
+            self._log_scheduler("Task table before tuning", table=True)
+            self._batch = sum(t.batch for t in self._tuners)
             self._checkpoint("stage")
-            stages = tuner.stages()
+            stages = self._drive()
             while True:
                 with self._measure_lock:
                     try:
@@ -369,23 +600,136 @@ class Session:
                         break
                 self._checkpoint(kind)
             final = "finished"
+            # TaskScheduler::Tune terminates every task still alive when tuning ends
+            for index, reason in enumerate(self._done):
+                if reason is None and len(self.tasks) > 1:
+                    self._task_done(index, f"tuning ended: {self.end_reason}")
         except _StopRequested:
             final, self.end_reason = "stopped", "stopped on request"
         except BaseException as err:
             final, self.end_reason = "failed", f"{type(err).__name__}: {err}"
             data = {"error": self.end_reason, "traceback": traceback.format_exc()}
         finally:
-            tuner = self._tuner
-            if tuner is not None:
-                try:
-                    tuner.close()
-                except Exception as err:  # pragma: no cover - keep the first error
-                    data.setdefault("close_error", f"{type(err).__name__}: {err}")
+            try:
+                self._close_tuners(self._tuners, self._shared)
+            except Exception as err:  # pragma: no cover - keep the first error
+                data.setdefault("close_error", f"{type(err).__name__}: {err}")
+        if self._tuners:
+            self._log_scheduler(f"Tuning ended ({final}): {self.end_reason}", table=True)
+        if self.end_to_end_check and final in ("finished", "stopped") and self.trials_done:
+            self._end_to_end_now()
         self._fail_commands()
-        timing = dict(self._tuner.timing) if self._tuner is not None else {}
-        self.events.emit(final, task, reason=self.end_reason, trials=self.trials_done,
+        timing: dict = {}
+        for tuner in self._tuners:
+            for key, value in tuner.timing.items():
+                timing[key] = timing.get(key, 0.0) + value
+        self.events.emit(final, name, reason=self.end_reason, trials=self.trials_done,
                          timing=timing, **data)
         self._set_state(final)
+
+    def _task_states(self) -> list[scheduler_mod.TaskState]:
+        return [scheduler_mod.TaskState(
+            weight=float(task.weight), best_history_ms=list(tuner.best_history_ms),
+            trials=tuner.trials_done, done=self._done[task.index] is not None,
+            pinned=self._pinned[task.index], skipped=self._skipped[task.index])
+            for task, tuner in zip(self.tasks, self._tuners)]
+
+    def _task_done(self, index: int, reason: str) -> None:
+        self._done[index] = reason
+        self._tuners[index].emit("task_done", reason=reason)
+        left = sum(d is None for d in self._done)
+        self._log_scheduler(f"Task #{index} has finished. Remaining task(s): {left}",
+                            table=True)
+
+    def _log_scheduler(self, message: str, *, table: bool = False) -> None:
+        """A line of the stock ``task_scheduler.log`` (a model's work dir): picks, finished
+        tasks and the task table, so readers of ``tune_relax`` work dirs read it too."""
+        if self.model is None:
+            return
+        from msviz.engine.scheduler import format_task_table
+
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S") + f".{int(time.time() * 1000) % 1000:03d}"
+        text = f"{stamp} [INFO] [task_scheduler.cc:0] {message}\n"
+        if table:
+            text += f"{stamp} [INFO] [task_scheduler.cc:0] \n" + format_task_table(
+                self.task_table())
+        try:
+            logs = self.work_dir / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            with open(logs / "tvm.s_tir.meta_schedule.logging.task_scheduler.log", "a",
+                      encoding="utf-8") as f:
+                f.write(text)
+        except OSError as err:  # never let logging stop tuning
+            self.events.emit("warning", self.name, message=f"task scheduler log: {err}")
+
+    def _drive(self) -> Any:
+        """``TaskScheduler::Tune``, one batch at a time: pick a task, run one batch of it.
+
+        Yields ``"stage"``/``"batch"`` (the pause points); returns why tuning ended.
+        """
+        while True:
+            if self.trials_done >= self.max_trials:
+                return "reached max_trials"
+            forced, self._forced = self._forced, None
+            pick = self.scheduler.next_task(self._task_states(), forced=forced)
+            if pick.task is None:
+                if len(self.tasks) == 1 and self._done[0] is not None:
+                    return self._done[0]
+                if any(self._skipped[i] and self._done[i] is None for i in range(len(self.tasks))):
+                    return "every task not skipped is done"
+                return "every task is done"
+            index = pick.task
+            tuner = self._tuners[index]
+            budget = self._task_budget[index]
+            if budget is not None and tuner.trials_done >= budget:
+                self._task_done(index, "reached max_trials_per_task")
+                continue
+            self.events.emit(
+                "scheduled", self.name, batch=self._batch, scheduler=self.scheduler.kind,
+                pick=index, pick_name=self.tasks[index].name, reason=pick.reason,
+                forced=pick.forced, gradients=list(pick.gradients),
+                best_us=[u.best_secs * 1e6 if u.best_secs != float("inf") else None
+                         for u in self._tuners],
+                trials=[u.trials_done for u in self._tuners],
+                done=[d is not None for d in self._done])
+            self._batch += 1
+            self._log_scheduler(f"TaskScheduler picks Task #{index}: {self.tasks[index].name}")
+            n = min(self.trials_per_batch, self.max_trials - self.trials_done)
+            if budget is not None:
+                n = min(n, budget - tuner.trials_done)
+            outcome = yield from tuner.run_batch(n)
+            self._log_scheduler(f"[Updated] Task #{index}: {self.tasks[index].name}",
+                                table=True)
+            if outcome is None:
+                self._task_done(index, tuner.end_reason or "search space exhausted")
+            elif len(self.tasks) > 1 and tuner.trials_done and tuner.best_secs == float("inf") \
+                    and tuner.batch >= 2:
+                self._task_done(index, "every candidate failed")
+
+    def _end_to_end_now(self) -> dict:
+        from msviz.engine.end_to_end import check_model
+
+        with self._measure_lock:  # never overlaps a measurement
+            data = check_model(self.model, self.tasks, self.work_dir, self.target,
+                               seed=self.seed)
+        self.end_to_end = data
+        self.events.emit("end_to_end", self.name, **data)
+        return data
+
+    def check_model(self) -> dict:
+        """Compile the model with the work dir's database and without, run both on the same
+        random inputs, compare the outputs and time both; emits ``end_to_end``.
+
+        Returns
+        -------
+        data : dict
+            ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback`` (tasks with
+            no tuned record), ``error``. Also kept as :attr:`end_to_end`.
+        """
+        if self.model is None:
+            raise SessionStateError(f"{self.name} is one PrimFunc, not a model: there is no "
+                                    "end-to-end build to check")
+        return self._end_to_end_now()
 
     def _fail_commands(self) -> None:
         with self._cond:
@@ -405,15 +749,24 @@ class Session:
                 name, arg, future = self._commands.popleft()
             try:
                 with self._measure_lock:
+                    result = None
                     if name == "set_rules":
-                        self._tuner.set_rules(arg)
-                        self.rules = arg
-                        result = None
+                        rules, index = arg
+                        for tuner in self._tuners:
+                            if index is None or tuner.task_index == index:
+                                tuner.set_rules(rules)
+                        if index is None:
+                            self.rules = rules
+                        else:
+                            self._task_rules[index] = rules
+                    elif name == "remeasure":
+                        what, repeats, index = arg
+                        result = self._tuners[index].remeasure(what, repeats)
                     else:
-                        result = self._tuner.remeasure(*arg)
+                        self._apply_steering(name, arg)
                 future.set_result(result)
             except Exception as err:
-                self.events.emit("warning", self.workload.name,
+                self.events.emit("warning", self.name,
                                  message=f"{name} failed: {type(err).__name__}: {err}")
                 future.set_exception(err)
 
@@ -430,7 +783,7 @@ class Session:
             self._pause_requested, self._step = False, None
             self._state = "paused"
             self._cond.notify_all()
-        self.events.emit("paused", self.workload.name, after=kind, trials=self.trials_done)
+        self.events.emit("paused", self.name, after=kind, trials=self.trials_done)
         while True:
             self._run_commands()
             with self._cond:
@@ -440,7 +793,7 @@ class Session:
                     break
                 if not self._commands:
                     self._cond.wait(timeout=0.5)
-        self.events.emit("resumed", self.workload.name, step=self._step, trials=self.trials_done)
+        self.events.emit("resumed", self.name, step=self._step, trials=self.trials_done)
 
     # -- results ----------------------------------------------------------------------------------
 
@@ -451,6 +804,7 @@ class Session:
 
                 self._live = LiveRun(self.work_dir, task=self.workload.name,
                                      flop=self.workload.flop)
+                self._teach_live(self._live)
             return self._live
 
     def _feed_live(self, event: Any) -> None:
@@ -458,13 +812,28 @@ class Session:
         if event.kind not in ("started", "picked", "measured", "remeasured"):
             return
         try:
-            self._live_run().feed(event, workload=getattr(self._tuner, "workload_index", None))
+            workload = getattr(self._tuners[event.get("task_index", 0)]
+                               if self._tuners else None, "workload_index", None)
+            self._live_run().feed(event, workload=workload)
         except Exception as err:  # never lose the table: read the work dir again when asked
             with self._live_lock:
                 self._live = None
-            self.events.emit("warning", self.workload.name, message=(
+            self.events.emit("warning", self.name, message=(
                 f"the live trials table could not take a {event.kind} event "
                 f"({type(err).__name__}: {err}); it will be read from the work dir again"))
+
+    def _teach_live(self, live: Any) -> None:
+        """Give the live table each task's name and FLOP (its rows carry the workload index)."""
+        if self.model is None or not self._tuners:
+            return
+        for task, tuner in zip(self.tasks, self._tuners):
+            if getattr(tuner, "workload_index", None) is None:
+                continue
+            for attr, value in (("_task_names", task.name), ("_flops", float(task.flop)),
+                                ("_weights", task.weight)):
+                table = getattr(live, attr, None)
+                if isinstance(table, dict):
+                    table.setdefault(tuner.workload_index, value)
 
     @property
     def run(self) -> Any:
@@ -498,7 +867,7 @@ class Session:
         return Dashboard(self, **options)
 
     def __repr__(self) -> str:
-        return (f"Session({self.workload.name!r}, state={self._state!r}, "
+        return (f"Session({self.name!r}, state={self._state!r}, "
                 f"trials={self.trials_done}/{self.max_trials}, work_dir={str(self.work_dir)!r})")
 
     def __del__(self) -> None:  # pragma: no cover - best effort
@@ -508,3 +877,11 @@ class Session:
         except Exception:
             pass
 
+
+
+def _task_of(what: Any) -> Any:
+    """The task name a trial row or Trial carries (None if it names none)."""
+    task = getattr(what, "task", None)
+    if task is None and hasattr(what, "get"):
+        task = what.get("task")
+    return task if isinstance(task, str) else None

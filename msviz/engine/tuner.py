@@ -36,7 +36,7 @@ from msviz.records import database as db_files
 from msviz.records import row
 from msviz.records.sidecar import SidecarWriter, read_sidecar
 
-__all__ = ["INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "Tuner"]
+__all__ = ["INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "SharedParts", "Tuner"]
 
 #: Batches in a row lost entirely to infrastructure failures before the session fails.
 INFRA_BATCHES_BEFORE_FAILING = 3
@@ -44,6 +44,49 @@ INFRA_BATCHES_BEFORE_FAILING = 3
 
 class InfrastructureError(MsvizError, RuntimeError):
     """Measuring keeps failing for reasons outside the schedules (runner, device, watchdog)."""
+
+
+class SharedParts:
+    """What every task of a session shares, as MetaSchedule's ``TaskScheduler`` shares it: the
+    JSON database (one work dir, one record-line counter), the XGBoost cost model, the builder
+    and runner (:class:`Measurer`) and msviz's sidecar.
+
+    Call :meth:`open` on the worker thread (``warn(message)`` reports repairs).
+    """
+
+    def __init__(self, *, work_dir: Path, target: Any, knobs: SearchKnobs, num_threads: int,
+                 measurer_options: dict) -> None:
+        self.work_dir = Path(work_dir)
+        self.target = target
+        self.knobs = knobs
+        self.num_threads = num_threads
+        self.measurer_options = measurer_options
+        self.measurer: Measurer | None = None
+        self.ready = False
+
+    def open(self, warn: Any) -> None:
+        wd = self.work_dir
+        wd.mkdir(parents=True, exist_ok=True)
+        for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE):
+            torn = repair_torn_tail(wd / name)
+            if torn is not None:
+                warn(f"cut a torn last line off {name} (kept in msviz_torn_lines.txt): "
+                     f"{torn[:80]!r}")
+        self.database = compat.JSONDatabase(work_dir=str(wd))
+        self.next_line = count_lines(wd / db_files.RECORD_FILE) + 1
+        self.sidecar = SidecarWriter(wd)  # cuts a torn sidecar tail first
+        self.cost_model = compat.ms.cost_model.XGBModel(
+            num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
+        self.measurer = Measurer(self.target, **self.measurer_options)
+        self.ready = True
+
+    def close(self) -> None:
+        if self.measurer is not None:
+            self.measurer.close()
+            self.measurer = None
+        if self.ready:
+            self.sidecar.close()
+        self.ready = False
 
 
 class Tuner:
@@ -56,7 +99,7 @@ class Tuner:
     def __init__(self, *, workload: Any, target: Any, work_dir: Path, knobs: SearchKnobs,
                  strategy: str, rules: RuleSet, seed: int, num_threads: int, max_trials: int,
                  trials_per_batch: int, measurer_options: dict, emit: Any,
-                 task_index: int = 0) -> None:
+                 task_index: int = 0, shared: SharedParts | None = None) -> None:
         self.workload = workload
         self.task = workload.name
         self.target = target
@@ -83,10 +126,39 @@ class Tuner:
         self._stored_indexed = False
         self._space_changed = False
         self._infra_batches = 0
-        self.measurer: Measurer | None = None
+        self._own_shared = shared is None
+        self.shared = shared if shared is not None else SharedParts(
+            work_dir=self.work_dir, target=target, knobs=knobs, num_threads=num_threads,
+            measurer_options=measurer_options)
+        #: Best latency (ms) of all trials so far after each batch (the task scheduler's
+        #: ``best_latency_history_``; 1e9 while none ran); continues on resume.
+        self.best_history_ms: list[float] = []
+        #: Why the search ended (None while it goes on).
+        self.end_reason: str | None = None
         self.search: EvolutionarySearch | ReplayTrace | None = None
         #: Seconds spent generating candidates / building+running / updating the cost model.
         self.timing = {"search": 0.0, "measure": 0.0, "cost_model": 0.0}
+
+    # the parts every task shares
+    database = property(lambda self: self.shared.database)
+    cost_model = property(lambda self: self.shared.cost_model)
+    sidecar = property(lambda self: self.shared.sidecar)
+
+    @property
+    def measurer(self) -> Measurer | None:
+        return self.shared.measurer
+
+    @measurer.setter
+    def measurer(self, value: Measurer | None) -> None:
+        self.shared.measurer = value
+
+    @property
+    def next_line(self) -> int:
+        return self.shared.next_line
+
+    @next_line.setter
+    def next_line(self, value: int) -> None:
+        self.shared.next_line = value
 
     @property
     def evo(self) -> EvolutionarySearch | None:
@@ -101,22 +173,12 @@ class Tuner:
     def setup(self) -> None:
         """Open the work dir (repairing a torn tail), build the context, spaces and search."""
         wd = self.work_dir
-        wd.mkdir(parents=True, exist_ok=True)
-        for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE):
-            torn = repair_torn_tail(wd / name)
-            if torn is not None:
-                self.emit("warning", message=f"cut a torn last line off {name} "
-                          f"(kept in msviz_torn_lines.txt): {torn[:80]!r}")
+        if self._own_shared:
+            self.shared.open(lambda message: self.emit("warning", message=message))
         self.logger = task_logger(wd, self.task_index, self.task, self._emit)
-        self.database = compat.JSONDatabase(work_dir=str(wd))
         self.token = self.database.commit_workload(self.workload.mod)
         self.workload_index = workload_index(wd, compat.structural_hash(self.workload.mod))
-        self.next_line = count_lines(wd / db_files.RECORD_FILE) + 1
-        self.sidecar = SidecarWriter(wd)  # cuts a torn sidecar tail first
         self._continue_from_work_dir()
-        self.cost_model = compat.ms.cost_model.XGBModel(
-            num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
-        self.measurer = Measurer(self.target, **self.measurer_options)
         self._make_context(self.rules)
         if self.next_task_trial and self.knobs.skip_db_measured:
             self._learn_from_database()
@@ -141,6 +203,7 @@ class Tuner:
         for entry in mine:
             if entry.get("shash") is not None:
                 self.line_by_hash.setdefault(int(entry["shash"]), int(entry["line"]))
+        self.best_history_ms = _best_history_ms(records, side)
 
     def line_of(self, shash: int) -> int | None:
         """The record line of a stored schedule (by structural hash), or None.
@@ -221,11 +284,9 @@ class Tuner:
         """Free threads, workers and files (the database files stay)."""
         if self.search is not None:
             self.search.close()
-        if self.measurer is not None:
-            self.measurer.close()
-            self.measurer = None
+        if self._own_shared:
+            self.shared.close()
         if self.ready:
-            self.sidecar.close()
             close_logger(self.logger)
         self.ready = False
 
@@ -235,6 +296,20 @@ class Tuner:
         """Tune until ``max_trials``; yields ``"stage"``/``"batch"``; returns why it ended."""
         while self.trials_done < self.max_trials:
             n = min(self.trials_per_batch, self.max_trials - self.trials_done)
+            outcome = yield from self.run_batch(n)
+            if outcome is None:
+                return self.end_reason or "the search found no more candidates"
+        return "reached max_trials"
+
+    def run_batch(self, n: int) -> Generator[str, None, str | None]:
+        """One batch of at most ``n`` trials: search, then measure (yields ``"stage"`` after
+        each search stage, ``"batch"`` after measuring).
+
+        Returns ``"measured"``, ``"empty"`` (the search picked nothing new this time), or None
+        when the search has ended (``None`` from ``GenerateMeasureCandidates``; the reason is
+        :attr:`end_reason`).
+        """
+        while True:
             self._space_changed = False
             gen = self.search.generate(n, generation=self.generation)
             picks: list | None = None
@@ -258,9 +333,11 @@ class Tuner:
                 continue
             self.generation += 1
             if picks is None:
-                return self.search.stop_reason or "the search found no more candidates"
+                self.end_reason = self.search.stop_reason or "the search found no more candidates"
+                return None
             if not picks:
-                continue
+                self._record_best()
+                return "empty"
             items = [
                 (c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True),
                  {**c.lineage(), "pick": c.pick, "predicted_score": c.score,
@@ -268,8 +345,15 @@ class Tuner:
                 for c in picks
             ]
             self.measure_batch(items, generation=self.generation - 1)
+            self._record_best()
             yield "batch"
-        return "reached max_trials"
+            return "measured"
+
+    def _record_best(self) -> None:
+        """``GradientBased::JoinRunningTask``: append the best latency of all trials so far."""
+        if self.next_task_trial > 0:
+            self.best_history_ms.append(self.best_secs * 1e3 if math.isfinite(self.best_secs)
+                                        else 1e9)
 
     def measure_batch(self, items: list[tuple[Any, Any, dict, int]], *,
                       generation: int | None) -> None:
@@ -312,3 +396,19 @@ class Tuner:
         from msviz.engine.remeasure import remeasure
 
         return remeasure(self, what, repeats)
+
+
+def _best_history_ms(records: list, side: dict) -> list[float]:
+    """The best-latency history (ms) of a task's stored records, one value per batch (by the
+    sidecar's batch numbers; records without one count as one batch each)."""
+    batches: dict[Any, list[float]] = {}
+    for r in records:
+        key = side.get(r.line, {}).get("batch")
+        key = ("line", r.line) if not isinstance(key, int) else ("batch", key)
+        us = row.mean_latency_us(r.run_secs)
+        batches.setdefault(key, []).append(us / 1e3 if not math.isnan(us) else 1e9)
+    history, best = [], 1e9
+    for values in batches.values():
+        best = min(best, *values)
+        history.append(best)
+    return history

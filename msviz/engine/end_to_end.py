@@ -1,0 +1,98 @@
+"""The end-to-end check of a tuned model: build it from the work dir, run it, compare, time it.
+
+Stock MetaSchedule's way (``relax_integration.compile_relax`` with the work dir's
+``JSONDatabase``) against the untuned build (``tvm.compile`` of the same Relax module), on the
+same random inputs. Tasks with no successful record in the database fall back to an untuned
+kernel; they are named.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from msviz import compat
+
+__all__ = ["check_model", "fallback_tasks"]
+
+
+def fallback_tasks(database: Any, tasks: list) -> list[str]:
+    """Names of the tasks whose workload has no successful record in ``database``."""
+    out = []
+    for task in tasks:
+        mod = task.workload.mod
+        ok = False
+        if database.has_workload(mod):
+            top = database.get_top_k(database.commit_workload(mod), 1)
+            ok = bool(top) and max(float(s) for s in top[0].run_secs) < compat.FAILED_RUN_SECS
+        if not ok:
+            out.append(task.name)
+    return out
+
+
+def _time_us(vm: Any, func: str, args: list, dev: Any, *, number: int, repeat: int) -> float:
+    timer = vm.time_evaluator(func, dev, number=number, repeat=repeat, min_repeat_ms=0)
+    return float(np.median(timer(*args).results)) * 1e6
+
+
+def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, seed: int = 0,
+                number: int = 10, repeat: int = 3, rtol: float = 1e-4,
+                atol: float = 1e-4) -> dict:
+    """Compile ``model`` with the work dir's database and without, run both, compare and time.
+
+    Returns
+    -------
+    data : dict
+        The ``end_to_end`` event's data: ``untuned_us``, ``tuned_us`` (median over
+        ``repeat`` timings of ``number`` runs each), ``match`` (``numpy.allclose`` with
+        ``rtol``/``atol``), ``max_abs_diff``, ``fallback``, ``error`` (None if it all ran).
+    """
+    import tvm
+    from tvm import relax
+
+    data: dict[str, Any] = {"untuned_us": None, "tuned_us": None, "match": None,
+                            "max_abs_diff": None, "fallback": [], "error": None}
+    step = "opening the database"
+    try:
+        database = compat.JSONDatabase(work_dir=str(work_dir))
+        data["fallback"] = fallback_tasks(database, tasks)
+        step = "compile_relax with the database"
+        tuned = compat.ms.relax_integration.compile_relax(database, model.mod, target,
+                                                          params=None)
+        step = "the untuned build"
+        with target:
+            plain = tvm.compile(model.mod, target=target)
+        dev = tvm.device(compat.device_type(target), 0)
+        inputs = [tvm.runtime.tensor(x, dev) for x in model.random_inputs(seed)]
+        outs, times = {}, {}
+        for key, exe in (("untuned", plain), ("tuned", tuned)):
+            step = f"running the {key} build"
+            vm = relax.VirtualMachine(exe, dev)
+            outs[key] = _flatten(vm[model.func_name](*inputs))
+            times[key] = _time_us(vm, model.func_name, inputs, dev, number=number, repeat=repeat)
+        diffs = [float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
+                 if a.size else 0.0 for a, b in zip(outs["tuned"], outs["untuned"])]
+        data.update(
+            untuned_us=times["untuned"], tuned_us=times["tuned"],
+            max_abs_diff=max(diffs, default=0.0),
+            match=len(outs["tuned"]) == len(outs["untuned"]) and all(
+                np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+                for a, b in zip(outs["tuned"], outs["untuned"])))
+        if data["max_abs_diff"] is not None and not math.isfinite(data["max_abs_diff"]):
+            data["max_abs_diff"] = None
+    except Exception as err:
+        lines = [x for x in str(err).strip().splitlines() if x.strip()]
+        data["error"] = f"{step}: {type(err).__name__}: {lines[-1] if lines else ''}"
+    return data
+
+
+def _flatten(value: Any) -> list[np.ndarray]:
+    if hasattr(value, "numpy"):
+        return [value.numpy()]
+    out: list[np.ndarray] = []
+    for item in value:
+        out.extend(_flatten(item))
+    return out

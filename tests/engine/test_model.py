@@ -1,0 +1,158 @@
+"""A whole model tuned in one Session: every task measured, the task scheduler stepped and
+steered, the database compiled by stock ``compile_relax``, resume continuing every task."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+from msviz import compat
+from msviz.engine import Session
+from tests.engine.conftest import TINY
+
+OPTIONS: dict[str, Any] = {**TINY, "trials_per_batch": 2}
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The catalogue MLP (4 tasks, one of weight 2) stepped by batch, steered, then run out."""
+    work_dir = tmp_path_factory.mktemp("mlp") / "wd"
+    session = Session("mlp", work_dir=work_dir, max_trials=10, **OPTIONS)
+    seen = []
+    session.step("batch")
+    seen.append(session.wait(600))
+    session.tune_next("fused_matmul_add_relu")  # task 3, during the warm-up
+    session.set_task_budget(0, 2)
+    session.step("batch")
+    seen.append(session.wait(600))
+    session.resume()
+    seen.append(session.wait(900))
+    return session, seen
+
+
+def test_model_has_four_tasks_one_of_weight_two(tuned: Any) -> None:
+    session, seen = tuned
+    assert seen == ["paused", "paused", "finished"]
+    assert session.end_reason == "reached max_trials"
+    tasks = session.events.of_kind("tasks")[0]["tasks"]
+    assert [(t["index"], t["name"], t["weight"]) for t in tasks] == [
+        (0, "softmax", 1), (1, "fused_matmul2_add1", 1), (2, "fused_matmul1_add_relu", 2),
+        (3, "fused_matmul_add_relu", 1)]
+    started = session.events.of_kind("started")[0]
+    assert (started["model"], started["num_tasks"]) == ("mlp", 4)
+    # the budget change was announced with a second tasks event
+    assert session.events.of_kind("tasks")[-1]["tasks"][0]["max_trials"] == 2
+    # as TaskScheduler::Tune: every task still alive is terminated when tuning ends
+    assert sorted(e["task_index"] for e in session.events.of_kind("task_done")) == [0, 1, 2, 3]
+
+
+def test_stock_task_scheduler_log(tuned: Any) -> None:
+    from msviz.records.logs import read_task_table
+
+    session, _ = tuned
+    held = session.trials.groupby("task").size().to_dict()
+    # the last table (records.logs keeps earlier tables too when the Name column is wide)
+    table = read_task_table(session.work_dir / "logs")[-len(session.tasks):]
+    assert [(t.id, t.name, t.weight, t.trials) for t in table] == [
+        (t.index, t.name, float(t.weight), held[t.name]) for t in session.tasks]
+    text = next((session.work_dir / "logs").glob("*task_scheduler.log")).read_text()
+    assert text.count("TaskScheduler picks Task #") == len(session.events.of_kind("scheduled"))
+
+
+def test_each_batch_step_runs_the_scheduled_task(tuned: Any) -> None:
+    session, _ = tuned
+    kinds = [e.kind for e in session.events if e.kind in ("scheduled", "measured", "paused")]
+    # one task per batch step: scheduled, measured, paused; twice
+    assert kinds[:6] == ["scheduled", "measured", "paused", "scheduled", "measured", "paused"]
+    scheduled = session.events.of_kind("scheduled")
+    # every measured batch is the batch of the task scheduled just before it
+    flow = [e for e in session.events if e.kind in ("scheduled", "measured")]
+    for before, event in pairwise(flow):
+        if event.kind == "measured":
+            assert before.kind == "scheduled"
+            assert before["pick"] == event["task_index"]
+            assert before["pick_name"] == event.task == event["trials"][0]["task"]
+    assert [s["batch"] for s in scheduled] == list(range(len(scheduled)))
+    first, forced = scheduled[0], scheduled[1]
+    assert (first["pick"], first["reason"], first["forced"]) == (0, "round-robin warm-up", False)
+    assert (forced["pick"], forced["reason"], forced["forced"]) == (3, "forced by user", True)
+    assert forced["trials"] == [2, 0, 0, 0] and forced["done"] == [False] * 4
+    # the warm-up goes on after the forced pick: tasks 1, 2, 3
+    assert [s["pick"] for s in scheduled[2:5]] == [1, 2, 3]
+
+
+def test_every_task_in_the_stock_database(tuned: Any) -> None:
+    session, _ = tuned
+    db = compat.JSONDatabase(work_dir=str(session.work_dir))
+    per_task = {}
+    for task in session.tasks:
+        assert db.has_workload(task.workload.mod), task.name
+        records = db.get_all_tuning_records()
+        per_task[task.name] = sum(
+            1 for r in records if tvm_ffi_equal(r.workload.mod, task.workload.mod))
+    assert set(per_task) == {t.name for t in session.tasks} and min(per_task.values()) >= 1
+    assert per_task["softmax"] <= 2  # its budget, set while paused
+    assert sum(per_task.values()) == session.trials_done == 10
+    assert session.trials.groupby("task").size().to_dict() == per_task
+
+
+def tvm_ffi_equal(a: Any, b: Any) -> bool:
+    return bool(compat.structural_equal(a, b))
+
+
+def test_stock_compile_relax_builds_the_tuned_model(tuned: Any) -> None:
+    session, _ = tuned
+    model, target = session.model, session.target
+    db = compat.JSONDatabase(work_dir=str(session.work_dir))
+    tuned_exe = compat.ms.relax_integration.compile_relax(db, model.mod, target, params=None)
+    with target:
+        plain_exe = tvm.compile(model.mod, target=target)
+    x = np.random.default_rng(5).standard_normal((4, 64)).astype("float32")
+    outs = [relax.VirtualMachine(exe, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
+            for exe in (tuned_exe, plain_exe)]
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-5)
+    # softmax rows sum to one: the build computes the model, not just something equal
+    np.testing.assert_allclose(outs[0].sum(axis=1), np.ones(4), rtol=1e-5)
+    e2e = session.events.of_kind("end_to_end")[-1]
+    assert e2e.data == session.end_to_end
+    assert (e2e["match"], e2e["fallback"], e2e["error"]) == (True, [], None)
+    assert e2e["untuned_us"] > 0 and e2e["tuned_us"] > 0
+
+
+def test_resume_continues_every_task(tuned: Any) -> None:
+    session, _ = tuned
+    again = Session("mlp", work_dir=session.work_dir, resume=True, max_trials=14,
+                    end_to_end_check=False, **OPTIONS)
+    again.start()
+    assert again.wait(900) == "finished"
+    scheduled = again.events.of_kind("scheduled")
+    # the global batch number continues (one per measured batch of the first session)
+    assert scheduled[0]["batch"] == len(session.events.of_kind("measured"))
+    held = session.trials.groupby("task").size().to_dict()
+    assert scheduled[0]["trials"] == [held[t.name] for t in session.tasks]  # the work dir
+    # no second warm-up: every task has its best-latency history back
+    assert {s["reason"] for s in scheduled} <= {"largest gradient",
+                                                "all gradients equal: random pick"}
+    assert all(g is not None and g > 0 for g in scheduled[0]["gradients"])
+    assert again.trials_done == 14
+
+
+def test_single_primfunc_also_emits_tasks_and_scheduled(tmp_path: Path) -> None:
+    session = Session("GMM-0", work_dir=tmp_path / "wd", max_trials=2, **OPTIONS)
+    session.start()
+    assert session.wait(600) == "finished"
+    tasks = session.events.of_kind("tasks")[0]
+    assert tasks.task == "GMM-0"
+    assert tasks["tasks"] == [{"index": 0, "name": "GMM-0", "flop": 2.0 * 128**3, "weight": 1,
+                               "max_trials": None, "pinned": False, "skipped": False}]
+    (sched,) = session.events.of_kind("scheduled")
+    assert (sched["pick"], sched["pick_name"], sched["reason"]) == (0, "GMM-0",
+                                                                    "round-robin warm-up")
+    assert session.events.of_kind("started")[0]["model"] is None
+    assert session.end_to_end is None and not session.events.of_kind("end_to_end")

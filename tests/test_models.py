@@ -1,0 +1,161 @@
+"""Models as workloads: the catalogue, task extraction, Relax, nn.Module and ONNX sources."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+from msviz import WorkloadError, compat, models, workloads
+
+TARGET = compat.make_target("llvm")
+
+
+def _run(model: models.Model, *inputs: np.ndarray) -> np.ndarray:
+    """The untuned build's output (tvm.compile + the Relax VM)."""
+    with TARGET:
+        exe = tvm.compile(model.mod, target=TARGET)
+    vm = relax.VirtualMachine(exe, tvm.cpu())
+    return vm[model.func_name](*[tvm.runtime.tensor(x) for x in inputs]).numpy()
+
+
+def test_catalogue_is_listed_by_workloads() -> None:
+    assert list(workloads.models()) == ["mlp", "resnet-block", "transformer-block", "resnet18"]
+    assert workloads.models() == models.catalogue()
+
+
+def test_mlp_tasks_by_hand() -> None:
+    model = models.build("mlp")
+    assert model.inputs == [("x", (4, 64), "float32")]
+    tasks = model.extract_tasks(TARGET)
+    # matmul 2*M*N*K plus one FLOP per output element for the bias add and one for relu
+    assert [(t.index, t.name, t.weight, t.flop) for t in tasks] == [
+        (0, "softmax", 1, tasks[0].flop),
+        (1, "fused_matmul2_add1", 1, 2 * 4 * 128 * 10 + 4 * 10),
+        (2, "fused_matmul1_add_relu", 2, 2 * 4 * 128 * 128 + 2 * 4 * 128),
+        (3, "fused_matmul_add_relu", 1, 2 * 4 * 64 * 128 + 2 * 4 * 128),
+    ]
+    assert "T.sblock" in tasks[2].script or "T.block" in tasks[2].script
+    assert tasks[2].workload.name == "fused_matmul1_add_relu"
+
+
+@pytest.mark.parametrize(("name", "min_tasks"), [("resnet-block", 3),
+                                                 ("transformer-block", 8), ("resnet18", 20)])
+def test_catalogue_models_extract(name: str, min_tasks: int) -> None:
+    model = models.build(name)
+    tasks = model.extract_tasks(TARGET)
+    assert len(tasks) >= min_tasks
+    assert len({t.name for t in tasks}) == len(tasks)
+    assert any(t.weight >= 2 for t in tasks)
+    out = _run(model, *model.random_inputs(0))
+    assert np.isfinite(out).all()
+
+
+def test_relax_module_with_params_equals_numpy() -> None:
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 8), "float32"))
+    w = relax.Var("w", relax.TensorType((8, 4), "float32"))
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.nn.relu(bb.emit(relax.op.matmul(x, w)))))
+        bb.emit_func_output(out)
+    rng = np.random.default_rng(3)
+    weight = rng.standard_normal((8, 4)).astype("float32")
+    model = models.load((bb.get(), {"w": weight}), name="tiny")
+    assert (model.name, model.inputs) == ("tiny", [("x", (2, 8), "float32")])
+    assert [t.name for t in model.extract_tasks(TARGET)] == ["fused_matmul_relu"]
+    data = rng.standard_normal((2, 8)).astype("float32")
+    np.testing.assert_allclose(_run(model, data), np.maximum(data @ weight, 0), rtol=1e-5)
+    with pytest.raises(WorkloadError, match=r"params \['v'\] are not parameters of main"):
+        models.from_relax(bb.get(), {"v": weight})
+
+
+def test_nn_module_with_spec() -> None:
+    from tvm.relax.frontend import nn
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            self.a = nn.Linear(16, 16)
+            self.b = nn.Linear(16, 16)
+
+        def forward(self, x: nn.Tensor) -> nn.Tensor:
+            return self.b(nn.op.relu(self.a(x)))
+
+    model = models.load((Net(), {"x": nn.spec.Tensor((2, 16), "float32")}))
+    assert (model.name, model.func_name, model.inputs) == ("Net", "forward",
+                                                           [("x", (2, 16), "float32")])
+    tasks = model.extract_tasks(TARGET)
+    assert sorted(t.weight for t in tasks) == [1, 1]
+    assert models.is_model(Net()) and not models.is_model("GMM-0")
+    with pytest.raises(WorkloadError, match="needs its input spec"):
+        models.load(Net())
+
+
+def _onnx_file(path: Path, *, dynamic: bool = False, op: str = "Relu") -> tuple[Path, dict]:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((8, 6)).astype("float32")
+    b = rng.standard_normal((6,)).astype("float32")
+    batch = "N" if dynamic else 3
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["a"]),
+         helper.make_node(op, ["a"], ["y"])],
+        "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 6])],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path, {"w": w, "b": b}
+
+
+def test_onnx_model_equals_numpy(tmp_path: Path) -> None:
+    path, weights = _onnx_file(tmp_path / "tiny.onnx")
+    assert models.is_model(str(path))
+    model = models.load(path)
+    assert (model.name, model.inputs) == ("tiny", [("x", (3, 8), "float32")])
+    assert len(model.extract_tasks(TARGET)) >= 1
+    data = np.random.default_rng(1).standard_normal((3, 8)).astype("float32")
+    expected = np.maximum(data @ weights["w"] + weights["b"], 0)
+    np.testing.assert_allclose(_run(model, data), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dynamic, _ = _onnx_file(tmp_path / "dyn.onnx", dynamic=True)
+    with pytest.raises(WorkloadError, match=r"dynamic shapes.*'x'.*\['N'\]"):
+        models.load(dynamic)
+    odd, _ = _onnx_file(tmp_path / "odd.onnx", op="NoSuchOperator")
+    with pytest.raises(WorkloadError, match="NoSuchOperator"):
+        models.load(odd)
+    with pytest.raises(WorkloadError, match="no ONNX file"):
+        models.load(tmp_path / "missing.onnx")
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if the extra were not installed
+    with pytest.raises(WorkloadError, match=r"pip install msviz\[onnx\]"):
+        models.load(dynamic)
+
+
+def test_relax_bad_input() -> None:
+    def module(shape: tuple, body: str) -> tvm.IRModule:
+        bb = relax.BlockBuilder()
+        x = relax.Var("x", relax.TensorType(shape, "float32"))
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                y = bb.emit(relax.op.add(x, x))
+                if body == "fma":  # an op with no TensorIR lowering
+                    y = bb.emit(relax.op.ewise_fma(y, x, x))
+                out = bb.emit_output(y)
+            bb.emit_func_output(out)
+        return bb.get()
+
+    n = tvm.tirx.Var("n", "int64")
+    with pytest.raises(WorkloadError, match=r"dynamic shapes.*input 'x'.*n is symbolic"):
+        models.from_relax(module((n, 8), "add"))
+    model = models.from_relax(module((4, 8), "fma"))
+    with pytest.raises(WorkloadError, match=r"cannot lower operator relax\.ewise_fma"):
+        model.extract_tasks(TARGET)
+    with pytest.raises(WorkloadError, match=r"unknown model 'vgg'.*mlp, resnet-block"):
+        models.build("vgg")
