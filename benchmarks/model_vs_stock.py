@@ -187,9 +187,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"{res['split']}", flush=True)
             if "builder" in res:
                 b = res["builder"]
-                print(f"       default LocalBuilder: one batch {b['default']:.1f} s vs fast "
-                      f"{b['fast']:.1f} s; x {b['batches']} batches = about {b['extra_s']:.0f} s "
-                      "more wall time (extrapolated from one batch)", flush=True)
+                print(f"       default LocalBuilder: one batch {b['default']:.1f} s "
+                      f"({b['default_errors']:.0f} failed) vs fast {b['fast']:.1f} s "
+                      f"({b['fast_errors']:.0f} failed); x {b['batches']} batches = about "
+                      f"{b['extra_s']:.0f} s more wall time (extrapolated from one batch)",
+                      flush=True)
 
     def median(config: str, key: str) -> float:
         vals = [r[key] for r in results if r["config"] == config and r[key] is not None]
