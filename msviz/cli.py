@@ -175,7 +175,8 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
         print()
     _cmd_show(argparse.Namespace(work_dir=session.work_dir, top=5))
     if not args.no_report:
-        report = write_report(session.work_dir, Path(session.work_dir) / "report.html")
+        report = write_report(session.work_dir, Path(session.work_dir) / "report.html",
+                              end_to_end=session.end_to_end)
         print(f"\nreport: {report}")
     return 0
 

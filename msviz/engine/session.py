@@ -865,11 +865,14 @@ class Session:
                 self._live = LiveRun(self.work_dir, task=self.workload.name,
                                      flop=self.workload.flop)
                 self._teach_live(self._live)
+                told = [e for e in self.events.snapshot() if e.kind == "tasks"]
+                if told:  # the model's task IDs and weights, if they were told before
+                    self._live.feed(told[-1])
             return self._live
 
     def _feed_live(self, event: Any) -> None:
         """Keep the trials table: append the rows ``measured``/``remeasured`` events carry."""
-        if event.kind not in ("started", "picked", "measured", "remeasured"):
+        if event.kind not in ("started", "tasks", "picked", "measured", "remeasured"):
             return
         try:
             workload = getattr(self._tuners[event.get("task_index", 0)]
