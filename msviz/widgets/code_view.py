@@ -50,10 +50,9 @@ def special_html(special: SpecialInstructions) -> str:
             f"special instructions: {found} ({len(special.lines)} lines highlighted)</span>")
 
 
-def excerpt_html(text: str, special: SpecialInstructions, language: str, *,
-                 limit: int = 6) -> str:
+def excerpt_html(text: str, special: SpecialInstructions, *, limit: int = 6) -> str:
     """The first lines that use a special instruction, with their line numbers, so they show
-    without scrolling the whole listing."""
+    without scrolling the whole listing (plain text: the numbers confuse the asm lexer)."""
     if not special.lines:
         return ""
     lines = text.splitlines()
@@ -62,7 +61,7 @@ def excerpt_html(text: str, special: SpecialInstructions, language: str, *,
     note = f" (and {more} more, highlighted below)" if more > 0 else " (highlighted below)"
     return (f"<div class='msviz-special-excerpt' style='border-left:4px solid #e0a800;"
             f"padding-left:6px;margin:4px 0'><i>lines using them{note}</i>"
-            f"{code_html(shown, language, max_height='140px')}</div>")
+            f"{code_html(shown, 'text', max_height='140px')}</div>")
 
 
 class CodeView(W.VBox):
@@ -125,7 +124,7 @@ class CodeView(W.VBox):
             special = special_instructions(text)
             marks = special.lines
             self.title.value += " " + special_html(special)
-            excerpt = excerpt_html(text, special, language)
+            excerpt = excerpt_html(text, special)
         self.code.value = excerpt + code_html(text, language, mark_lines=marks)
         self.diff_b.value = self.diff_a.value
         self.diff_a.value = index
