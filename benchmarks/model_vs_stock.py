@@ -209,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stock with the default LocalBuilder: about {stock_wall + probe['extra_s']:.0f} s "
               f"wall (extrapolated: {probe['batches']} batches x "
               f"{probe['default'] - probe['fast']:.1f} s more per batch)")
+        if probe["default_errors"]:
+            print(f"  ... and {probe['default_errors']:.0f} of the probe batch's builds failed with "
+                  "it (its 30 s timeout includes importing the tensor intrinsics): on this "
+                  "machine the stock default could not have measured those trials at all")
     print("targets: msviz tuned_us <= stock tuned_us, msviz wall_s <= stock wall_s")
     return 0
 
