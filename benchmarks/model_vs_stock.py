@@ -108,9 +108,9 @@ def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, wo
             threads: int, population: int | None, builder_probe: bool) -> dict[str, Any]:
     """One tuning run in this process; returns its figures."""
     import tvm.s_tir.tensor_intrin  # noqa: F401 - the one-time import, before timing
-    from msviz.engine.end_to_end import check_model
 
     from msviz import compat, models
+    from msviz.engine.end_to_end import check_model
 
     compat.quiet_ipython_printing()
     target = compat.make_target("llvm", num_cores=threads)
@@ -209,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stock with the default LocalBuilder: about {stock_wall + probe['extra_s']:.0f} s "
               f"wall (extrapolated: {probe['batches']} batches x "
               f"{probe['default'] - probe['fast']:.1f} s more per batch)")
+        if probe["default_errors"]:
+            print(f"  ... and {probe['default_errors']:.0f} of the probe batch's builds failed "
+                  "with it (its 30 s timeout includes importing the tensor intrinsics): on this "
+                  "machine the stock default could not have measured those trials at all")
     print("targets: msviz tuned_us <= stock tuned_us, msviz wall_s <= stock wall_s")
     return 0
 
