@@ -137,8 +137,8 @@ def test_wrong_schedule_is_marked_never_best_never_picked(tmp_path: Path,
     wd = tmp_path / "wd"
     session = tiny_session(wd, check="measured")
     mod = session.workload.mod
-    tuner = session._make_tuner()
-    tuner.setup()
+    shared, tuners = session._make_tuners()  # set up, one per task
+    tuner = tuners[0]
     events = []
     session.events.subscribe(events.append)
     wrong, right = wrong_schedule(mod), right_schedule(mod)
@@ -148,7 +148,7 @@ def test_wrong_schedule_is_marked_never_best_never_picked(tmp_path: Path,
     try:
         tuner.measure_batch(items, generation=0)
     finally:
-        tuner.close()
+        session._close_tuners(tuners, shared)
     measured = next(e for e in events if e.kind == "measured")
     bad, good = measured["trials"]
     assert bad["error_kind"] == "wrong" and bad["run_secs"] is None and bad["latency_us"] is None
