@@ -512,9 +512,3 @@ def runner_futures(runner: Any, inputs: list) -> list:
     failed run raised, stay reachable."""
     inst = getattr(runner, "_inst", None)
     return list((inst if inst is not None else runner).run(inputs))
-
-def derived_object(cls: type) -> type:
-    """TVM's decorator that makes a Python subclass of a MetaSchedule Py* class usable from C++."""
-    from tvm.ir.utils import derived_object as _derived
-
-    return _derived(cls)
