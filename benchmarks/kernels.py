@@ -73,7 +73,7 @@ def interleaved(entries: list[tuple[Path, int]], threads: int, repeats: int,
         for i, mod in enumerate(mods):
             times[i].append(retime(mod, target, repeats))
         if blas is not None:
-            blas_times.append(numpy_secs(*blas, repeats))
+            blas_times.append(numpy_secs_apart(*blas, repeats))
     return ([statistics.median(t) for t in times],
             statistics.median(blas_times) if blas_times else None)
 
@@ -98,6 +98,18 @@ def numpy_secs(m: int, n: int, k: int, repeats: int, batch: int = 1) -> float:
                 break
         times.append((time.perf_counter() - tic) / count)
     return statistics.median(times)
+
+
+def numpy_secs_apart(m: int, n: int, k: int, repeats: int) -> float:
+    """:func:`numpy_secs` in a fresh process that never loads TVM.
+
+    In a process that has run TVM kernels, TVM's pool threads stay pinned to the cores and spin
+    for a while after each kernel, taking the cores from OpenBLAS's threads: numpy measured
+    there reads 20-60% slow, which would flatter every ratio to OpenBLAS.
+    """
+    cmd = [sys.executable, __file__, "--numpy", str(m), str(n), str(k), str(repeats)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return float(proc.stdout.split()[-1])
 
 
 def best_by_mark(work_dir: Path, marks: list[int]) -> dict[int, int]:
@@ -184,7 +196,7 @@ def _line(res: dict, k: int, ref_gflops: float | None = None) -> str:
 
 def part_openblas(args: argparse.Namespace, root: Path) -> None:
     marks = [64, 128] if args.quick else [128, 512, 1000]
-    blas = numpy_secs(512, 512, 512, args.repeats)
+    blas = numpy_secs_apart(512, 512, 512, args.repeats)
     blas_gflops = 2 * 512**3 / blas / 1e9
     print(f"numpy/OpenBLAS fp32 matmul 512^3: {blas * 1e6:.2f} us = {blas_gflops:.1f} GFLOPS",
           flush=True)
@@ -249,7 +261,7 @@ def part_int8(args: argparse.Namespace, root: Path) -> None:
     m, n = out_shape[-2], out_shape[-1]
     k = round(wl.flop / (2 * m * n))
     trials = 32 if args.quick else 256
-    blas = numpy_secs(m, n, k, args.repeats)
+    blas = numpy_secs_apart(m, n, k, args.repeats)
     blas_gflops = 2 * m * n * k / blas / 1e9
     print(f"numpy/OpenBLAS fp32 matmul {m}x{n}x{k}: {blas_gflops:.1f} GFLOPS", flush=True)
     res = _child(args, "msviz", args.seeds[0], trials, [trials], root / "int8-msviz",
@@ -281,8 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child-workload", help=argparse.SUPPRESS)
     parser.add_argument("--child-trials", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-marks", help=argparse.SUPPRESS)
+    parser.add_argument("--numpy", nargs=4, type=int, metavar=("M", "N", "K", "REPEATS"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
+    if args.numpy:  # numpy's matmul timed in this fresh process (no TVM loaded)
+        print(numpy_secs(*args.numpy))
+        return 0
     if args.child:  # one tuning run; JSON on the last stdout line
         marks = [int(x) for x in args.child_marks.split(",")]
         res = tune_and_retime(args.child[0], args.child_workload, args.child_trials,

@@ -58,7 +58,7 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
     """
     if isinstance(target, tvm.target.Target):
         return target
-    cores = num_cores or _host_cores()
+    cores = num_cores or host_cores()
     if isinstance(target, dict):
         spec = dict(target)
         if spec.get("kind") == "llvm":
@@ -175,7 +175,7 @@ def host_target_spec(num_cores: int | None = None) -> dict[str, Any]:
         spec["mcpu"] = cpu.mcpu
     if cpu.disabled:
         spec["mattr"] = [f"-{f}" for f in cpu.disabled]
-    spec["num-cores"] = num_cores or _host_cores()
+    spec["num-cores"] = num_cores or host_cores()
     return spec
 
 
@@ -209,10 +209,68 @@ def describe_target(target: Any) -> str:
     return text
 
 
-def _host_cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+def _count_host_cores() -> int:
+    """Physical cores among the CPUs this process may use.
+
+    Counted once, at import: TVM's runtime pins the thread that first launches a kernel (to one
+    CPU when it runs kernels on one thread), and the affinity read after that is the pinned one.
+    """
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    allowed = allowed or os.cpu_count() or 1
+    import psutil
+
+    physical = psutil.cpu_count(logical=False) or allowed
+    return max(1, min(allowed, physical))
+
+
+_HOST_CORES = _count_host_cores()
+#: ``TVM_NUM_THREADS`` as the user set it before msviz was imported (None: not set).
+_USER_KERNEL_THREADS = os.environ.get("TVM_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+
+
+def host_cores() -> int:
+    return _HOST_CORES
+
+
+def use_host_cores() -> None:
+    """Run TVM kernels in this process (and the processes it starts) on the host's cores.
+
+    TVM's runtime runs a kernel on ``TVM_NUM_THREADS`` threads, else on *half* the logical
+    CPUs of an x86 machine (it assumes two hardware threads per core). On a machine or VM without
+    SMT that halves the cores: on 2 cores every tuned kernel ran on one thread, measured and
+    re-timed alike, while the target told MetaSchedule to parallelise for 2. msviz sets
+    ``TVM_NUM_THREADS`` to the physical cores it may use, unless the user set it (or
+    ``OMP_NUM_THREADS``). It must run before the first kernel launch of the process: TVM sizes
+    its thread pool once.
+    """
+    if _USER_KERNEL_THREADS is None:
+        os.environ["TVM_NUM_THREADS"] = str(_HOST_CORES)
+
+
+def kernel_threads(target: Any) -> int | None:
+    """Threads a kernel built for ``target`` should be measured on: its ``num-cores``.
+
+    None for targets that do not name cores (GPUs), and when the user set ``TVM_NUM_THREADS``
+    (their choice is kept).
+    """
+    if _USER_KERNEL_THREADS is not None or not isinstance(target, tvm.target.Target):
+        return None
+    if str(target.kind.name) != "llvm" or "num-cores" not in target.attrs:
+        return None
+    return int(target.attrs["num-cores"])
+
+
+def set_kernel_threads(threads: int) -> None:
+    """Runner worker initializer: size this fresh process's TVM thread pool to ``threads``."""
+    os.environ["TVM_NUM_THREADS"] = str(int(threads))
+
+
+def runtime_threads() -> int:
+    """Threads TVM's runtime runs kernels on in this process (sizes its pool if not yet)."""
+    return int(tvm.runtime.num_threads())
+
+
+use_host_cores()
 
 
 def target_from_json(obj: Any) -> tvm.target.Target:

@@ -14,6 +14,7 @@ still queued are given up as ``device_lost`` instead of waiting in the tracker's
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -233,8 +234,11 @@ class Measurer:
     def _make_runner(self, spec: Any, evaluator_config: Any) -> Any:
         runner_mod = compat.ms.runner
         if spec == "local":
+            threads = compat.kernel_threads(self.target)
             return runner_mod.LocalRunner(
-                timeout_sec=self.runner_timeout, evaluator_config=evaluator_config
+                timeout_sec=self.runner_timeout, evaluator_config=evaluator_config,
+                initializer=None if threads is None
+                else functools.partial(compat.set_kernel_threads, threads),
             )
         if isinstance(spec, rpc.RPCSpec):
             try:

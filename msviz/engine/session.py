@@ -181,7 +181,7 @@ class Session:
         self.end_to_end_check = bool(end_to_end_check) and self.model is not None
         #: The last end-to-end check (the ``end_to_end`` event's data), or None.
         self.end_to_end: dict | None = None
-        self.num_threads = num_threads or len(os.sched_getaffinity(0))
+        self.num_threads = num_threads or compat.host_cores()
         self._measurer_options = {
             "builder": builder, "runner": runner, "builder_timeout": builder_timeout,
             "runner_timeout": runner_timeout, "evaluator_config": evaluator_config,
