@@ -29,7 +29,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from msviz.views import task_table_info
 
     run = msviz.open(args.work_dir)
-    print(task_table_info(run.tasks).frame.to_string())
+    print(task_table_info(run.tasks).frame.reset_index().to_string(index=False))
     ok = run.trials[run.trials["status"] == "ok"]
     print(f"\n{len(run.trials)} trials, {len(run.trials) - len(ok)} failed. Fastest:")
     print(ok.nsmallest(args.top, "latency_us")[["task", "trial", "latency_us", "gflops"]]

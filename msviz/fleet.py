@@ -29,6 +29,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from msviz import compat
 from msviz.errors import MsvizError
 
 __all__ = ["FleetError", "FleetMember", "LocalFleet", "free_port"]
@@ -101,16 +102,28 @@ class LocalFleet:
         The tracker's port (a free one if None).
     wait : float
         Seconds :meth:`start` waits for every server to register.
+    threads_per_server : int, optional
+        Threads each server runs kernels on (``TVM_NUM_THREADS``). The servers share this
+        machine's cores: the default splits them (at least 1 each), because TVM's spinning
+        thread pools slow down many times over when more threads than cores run kernels.
     """
 
     def __init__(self, servers: int = 2, *, key: str = "msviz-local",
-                 tracker_port: int | None = None, wait: float = 60.0) -> None:
+                 tracker_port: int | None = None, wait: float = 60.0,
+                 threads_per_server: int | None = None) -> None:
         if isinstance(servers, bool) or not isinstance(servers, int) or servers < 0:
             raise ValueError(f"servers must be an int >= 0, got {servers!r}")
         if not isinstance(key, str) or not key or ":" in key:
             raise ValueError(f"key must be a non-empty string without ':', got {key!r}")
         self.key = key
         self.num_servers = servers
+        if threads_per_server is not None and (
+            isinstance(threads_per_server, bool) or not isinstance(threads_per_server, int)
+            or threads_per_server < 1
+        ):
+            raise ValueError(f"threads_per_server must be an int >= 1, got {threads_per_server!r}")
+        self.threads_per_server = threads_per_server or max(
+            1, compat.host_cores() // max(1, servers))
         self.tracker_port = int(tracker_port) if tracker_port else free_port()
         self.wait = float(wait)
         self.host = LOOPBACK
@@ -150,19 +163,24 @@ class LocalFleet:
         self._started += 1
         member = self._spawn(name, port, [
             "tvm.exec.rpc_server", "--host", LOOPBACK, "--port", str(port),
-            "--port-end", str(port + 1), "--tracker", self.address, "--key", self.key])
+            "--port-end", str(port + 1), "--tracker", self.address, "--key", self.key],
+            threads=self.threads_per_server)
         self.servers.append(member)
         if wait:
             self.wait_for_servers(len(self.live_servers()))
         return member
 
-    def _spawn(self, name: str, port: int, args: list[str]) -> FleetMember:
+    def _spawn(self, name: str, port: int, args: list[str],
+               threads: int | None = None) -> FleetMember:
         log = os.path.join(self._logdir, f"{name}.log")
+        env = dict(os.environ)
+        if threads is not None:
+            env["TVM_NUM_THREADS"] = str(threads)
         with open(log, "w") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-c", _GUARD, str(os.getpid()), sys.executable, "-m", *args],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True, env=env)
         return FleetMember(name, port, proc, log)
 
     def _wait_listening(self, member: FleetMember) -> None:

@@ -108,12 +108,14 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         Heading of the page (default: the work dir).
     end_to_end : Event | dict, optional
         A model's ``end_to_end`` event (untuned vs tuned latency, match, fallback tasks),
-        shown in the model section.
+        shown in the model section (default: the last one the work dir's sidecar holds).
     """
     import plotly.io as pio
 
     if not isinstance(run, Run):
         run = open_work_dir(run)
+    if end_to_end is None:
+        end_to_end = run.end_to_end
     title = title or f"msviz report: {run.work_dir}"
     parts = [
         f"<h1>{html.escape(title)}</h1>",

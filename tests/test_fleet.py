@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -44,6 +45,13 @@ def test_fleet_listens_on_loopback_only_and_stops_for_good() -> None:
         # the tracker and both servers listen, and nothing of the fleet listens beyond loopback
         assert {fleet.tracker_port, *(m.port for m in fleet.servers)} <= ports
         assert {ip for ip, _ in sockets} == {"127.0.0.1"}, sockets
+        # the two servers split the cores: more kernel threads than cores slow TVM's pools
+        cores = min(len(os.sched_getaffinity(0)), psutil.cpu_count(logical=False) or 1)
+        for member in fleet.servers:
+            tree = [psutil.Process(member.proc.pid),
+                    *psutil.Process(member.proc.pid).children(recursive=True)]
+            assert {p.environ().get("TVM_NUM_THREADS") for p in tree} == {
+                str(max(1, cores // 2))}, member.name
         fleet.kill_server(0)
         assert tracker_status(fleet.address, "fleet-test").total == 1
     time.sleep(0.5)
@@ -74,5 +82,7 @@ def test_fleet_rejects_bad_arguments() -> None:
         LocalFleet(-1)
     with pytest.raises(ValueError, match="key must be a non-empty string without ':'"):
         LocalFleet(1, key="a:b")
+    with pytest.raises(ValueError, match="threads_per_server must be an int >= 1"):
+        LocalFleet(1, threads_per_server=0)
     with pytest.raises(FleetError, match="start the fleet first"):
         LocalFleet(1).add_server()

@@ -61,6 +61,8 @@ def test_cli_show(stock_work_dirs: dict[str, Path], capsys: pytest.CaptureFixtur
     trials = msviz.open(stock_work_dirs["SFM"]).trials
     failed = int((trials["status"] != "ok").sum())
     assert "Speed (GFLOPS)" in out and f"{len(trials)} trials, {failed} failed" in out
+    header = out.splitlines()[0].split()
+    assert header[:3] == ["ID", "Name", "FLOP"]  # the index name is a column, not a line
 
 
 def test_report_model_section(stock_model_work_dir: Path) -> None:

@@ -28,6 +28,7 @@ from msviz.engine.rules import RuleSet
 from msviz.engine.tuner import SharedParts, Tuner
 from msviz.errors import MsvizError, WorkDirError
 from msviz.records import database as db_files
+from msviz.records.sidecar import SidecarWriter
 
 __all__ = ["STATES", "Session", "SessionStateError"]
 
@@ -735,8 +736,19 @@ class Session:
             data = check_model(self.model, self.tasks, self.work_dir, self.target,
                                seed=self.seed)
         self.end_to_end = data
+        self._store_end_to_end(data)
         self.events.emit("end_to_end", self.name, **data)
         return data
+
+    def _store_end_to_end(self, data: dict) -> None:
+        """Append the result to the sidecar, so ``msviz.open(work_dir)`` (its dashboard and
+        report) has it too; the session's own writer when tuning, else a short-lived one."""
+        shared = self._shared
+        if shared is not None and shared.ready:
+            shared.sidecar.write("end_to_end", **data)
+            return
+        with SidecarWriter(self.work_dir) as writer:
+            writer.write("end_to_end", **data)
 
     def check_model(self) -> dict:
         """Compile the model with the work dir's database and without, run both on the same

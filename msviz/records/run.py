@@ -152,6 +152,14 @@ class Run:
     work_dir : str | Path
         A directory holding ``database_workload.json`` and ``database_tuning_record.json``
         (and usually ``logs/``), as written by ``tune_tir``, ``tune_tasks`` or msviz.
+
+    Attributes
+    ----------
+    trials, tasks : pandas.DataFrame
+        One row per trial (record), one per task.
+    end_to_end : dict or None
+        The last end-to-end check of a model msviz tuned here (``Session.check_model``):
+        ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``, ``error``.
     """
 
     def __init__(self, work_dir: str | Path) -> None:
@@ -297,6 +305,8 @@ class Run:
         }
         logged = [aligned[w][k] if w in aligned else None for w, k in zip(workloads, task_trial)]
         sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
+        checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
+        self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
         empty: dict = {}
         extras = [sidecar.trials.get(line, empty) for line in lines]
         kinds, errors = [], []
@@ -404,6 +414,15 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({str(self.work_dir)!r}, tasks={len(self.tasks)}, trials={len(self.trials)})"
+
+
+#: The fields of an end-to-end check (``Session.check_model``, the ``end_to_end`` event).
+END_TO_END_FIELDS = ("untuned_us", "tuned_us", "match", "max_abs_diff", "fallback", "error")
+
+
+def _end_to_end_data(entry: dict) -> dict:
+    """A sidecar ``end_to_end`` line as the event's data (NaN stored as null comes back None)."""
+    return {key: entry.get(key) for key in END_TO_END_FIELDS}
 
 
 #: The columns of :attr:`Run.tasks`, in order.

@@ -29,7 +29,10 @@ def is_infra(status: str) -> bool:
 
 def failure_style(status: str) -> tuple[str, dict]:
     """Legend name and marker of a failed trial: candidate failures as red crosses,
-    infrastructure failures as grey open diamonds."""
+    infrastructure failures as grey open diamonds, wrong results (result check) as orange
+    hexagrams."""
+    if status == "wrong_result":  # it ran, fast or not: its output was wrong
+        return "wrong result", {"symbol": "hexagram-open", "color": "#e67e00", "size": 9}
     if is_infra(status):
         return "infrastructure failure", {"symbol": "diamond-open", "color": "#7f7f7f",
                                           "size": 8}

@@ -38,6 +38,13 @@ class HistoryInfo(NamedTuple):
     metric: str
     label: str
     tasks: tuple[TaskHistory, ...]
+    #: What the trial axis counts: the run's trials, or each task's own (a multi-task run, or
+    #: one task of it, numbers its trials per task; the trials table and scatter number the run's).
+    trial_axis: str = "Trial"
+
+
+#: The trial axis's title when trials are counted per task.
+PER_TASK_AXIS = "Trial of its task"
 
 
 def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> HistoryInfo:
@@ -74,7 +81,10 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
                 tuple(seconds.loc[group.index].to_numpy(dtype=float).tolist()),
             )
         )
-    return HistoryInfo(metric, label, tuple(out))
+    per_task = "trial" in trials.columns and bool(
+        (trials["trial"].to_numpy() != trials["task_trial"].to_numpy()).any()
+    )
+    return HistoryInfo(metric, label, tuple(out), PER_TASK_AXIS if per_task else "Trial")
 
 
 def _seconds(trials: pd.DataFrame) -> pd.Series:
@@ -160,7 +170,7 @@ def best_so_far_figure(
             )
     title = "Best so far" + (f": {task}" if task else "")
     fig.update_layout(
-        title=title, xaxis_title="Trial" if x == "trial" else "Wall time (s)",
+        title=title, xaxis_title=info.trial_axis if x == "trial" else "Wall time (s)",
         yaxis_title=info.label, height=380,
         margin={"l": 60, "r": 20, "t": 50, "b": 45},
     )

@@ -113,6 +113,8 @@ class Dashboard(W.VBox):
         self.tasks_view = TasksView(selection=self.selection)
         self._tasks_stale = False
         self._model = model_events(self.session.events.snapshot() if self.session else ())
+        if self._run is not None:  # a work dir read back: its stored end-to-end check
+            self._model["end_to_end"] = self._run.end_to_end
         self.selection.observe(self._on_task_focus, names="task")
         children = [("Trials", W.VBox([self.triage, self.table])), ("Plots", self.plots),
                     ("Trace", self.trace_view),

@@ -100,33 +100,20 @@ def write_notebook(root: Path, name: str, cells: list[str]) -> Path:
     return root / name
 
 
-def run_all_cells(driver: Any, url: str, name: str) -> None:
-    """Open notebook ``name`` of the lab at ``url`` and run all its cells (fails on an error)."""
+def run_all_cells(driver: Any, url: str, name: str, *, wait_for_cells: bool = True) -> None:
+    """Open notebook ``name`` of the lab at ``url`` and run all its cells (fails on an error);
+    with ``wait_for_cells=False`` only start them."""
     driver.set_script_timeout(180)
     driver.get(url.replace("/lab?", f"/lab/tree/{name}?"))
     wait(driver, "return window.jupyterapp && document.querySelector('.jp-Notebook')",
          what="the notebook to open")
+    run = ("const r = await app.commands.execute('notebook:run-all-cells'); done(r);"
+           if wait_for_cells else "app.commands.execute('notebook:run-all-cells'); done(true);")
     ok = driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
         "(async () => { const app = window.jupyterapp; await app.restored;"
         " const panel = app.shell.currentWidget; await panel.sessionContext.ready;"
-        " const r = await app.commands.execute('notebook:run-all-cells');"
-        " done(r); })().catch(e => done('error: ' + e));")
-    assert ok is True, ok
-
-
-def start_all_cells(driver: Any, url: str, name: str) -> None:
-    """Open notebook ``name`` and start running all its cells, without waiting for them."""
-    driver.set_script_timeout(180)
-    driver.get(url.replace("/lab?", f"/lab/tree/{name}?"))
-    wait(driver, "return window.jupyterapp && document.querySelector('.jp-Notebook')",
-         what="the notebook to open")
-    ok = driver.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "(async () => { const app = window.jupyterapp; await app.restored;"
-        " const panel = app.shell.currentWidget; await panel.sessionContext.ready;"
-        " app.commands.execute('notebook:run-all-cells');"
-        " done(true); })().catch(e => done('error: ' + e));")
+        f" {run} }})().catch(e => done('error: ' + e));")
     assert ok is True, ok
 
 
@@ -155,10 +142,7 @@ def lab_notebook(tmp_path: Path, name: str, cells: list[str], artifacts: Path,
     artifacts.mkdir(exist_ok=True)
     with jupyterlab(root) as url, chromium(offline=True) as driver:
         try:
-            if wait_for_cells:
-                run_all_cells(driver, url, name)
-            else:
-                start_all_cells(driver, url, name)
+            run_all_cells(driver, url, name, wait_for_cells=wait_for_cells)
             yield driver
         except BaseException:
             driver.save_screenshot(str(artifacts / failure_shot))

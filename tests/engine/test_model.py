@@ -125,6 +125,21 @@ def test_stock_compile_relax_builds_the_tuned_model(tuned: Any) -> None:
     assert e2e["untuned_us"] > 0 and e2e["tuned_us"] > 0
 
 
+def test_the_end_to_end_check_is_stored_in_the_work_dir(tuned: Any) -> None:
+    """``msviz.open`` (its dashboard and report) has the check a live session made."""
+    import msviz
+    from msviz.report import render_report
+
+    session, _ = tuned
+    e2e = session.events.of_kind("end_to_end")[-1]
+    run = msviz.open(session.work_dir)
+    assert run.end_to_end == {"untuned_us": e2e["untuned_us"], "tuned_us": e2e["tuned_us"],
+                              "match": True, "max_abs_diff": e2e["max_abs_diff"],
+                              "fallback": [], "error": None}
+    text = render_report(run)
+    assert "<b>End to end</b>" in text and "outputs match" in text
+
+
 def test_resume_continues_every_task(tuned: Any) -> None:
     session, _ = tuned
     again = Session("mlp", work_dir=session.work_dir, resume=True, max_trials=14,

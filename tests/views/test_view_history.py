@@ -21,7 +21,7 @@ def test_best_so_far_latency(trials, same) -> None:
                     ("ok", "ok", "ok", "ok"), SECONDS_A),
         TaskHistory("B", (0, 1), (NAN, NAN), (NAN, NAN), ("build_error", "infra_error"),
                     SECONDS_B),
-    ))
+    ), "Trial of its task")
     assert same(best_so_far_info(trials), expected)
 
 
@@ -31,7 +31,7 @@ def test_best_so_far_gflops(trials, same) -> None:
                     ("ok", "ok", "ok", "ok"), SECONDS_A),
         TaskHistory("B", (0, 1), (NAN, NAN), (NAN, NAN), ("build_error", "infra_error"),
                     SECONDS_B),
-    ))
+    ), "Trial of its task")
     assert same(best_so_far_info(trials, metric="gflops"), expected)
 
 
@@ -103,3 +103,23 @@ def test_best_line_drawn_only_where_it_steps(same) -> None:
     # first point, the points where the best changes, and the last point
     assert same(tuple(line.x), (0.0, 2.0, 4.0, 7.0))
     assert same(tuple(line.y), (NAN, 30.0, 20.0, 20.0))
+
+
+def test_trial_axis_says_when_it_counts_each_tasks_own_trials(trials) -> None:
+    """The trials table and scatter number the run's trials; per-task counts are named."""
+    fig = best_so_far_figure(best_so_far_info(trials))
+    assert fig.layout.xaxis.title.text == "Trial of its task"
+    focused = trials[trials["task"] == "B"]  # the dashboard's focus on one task of the run
+    assert best_so_far_info(focused).trial_axis == "Trial of its task"
+    one_task = trials[trials["task"] == "A"].assign(trial=lambda f: f["task_trial"])
+    info = best_so_far_info(one_task)
+    assert info.trial_axis == "Trial"
+    assert best_so_far_figure(info).layout.xaxis.title.text == "Trial"
+
+
+def test_wrong_results_are_not_drawn_as_failures(trials) -> None:
+    trials.loc[3, "status"] = "wrong_result"  # B's second trial: it ran, the check failed
+    fig = best_so_far_figure(best_so_far_info(trials))
+    wrong = [t for t in fig.data if t.name == "B: wrong result"]
+    assert [t.name for t in fig.data][-2:] == ["B: failed", "B: wrong result"]
+    assert tuple(wrong[0].x) == (1.0,) and wrong[0].marker.symbol == "hexagram-open"
