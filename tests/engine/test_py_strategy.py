@@ -52,10 +52,13 @@ def test_stock_tune_tir_runs_msviz_search(tmp_path: Path) -> None:
         runner=ms.runner.LocalRunner(
             evaluator_config=ms.runner.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)),
         strategy=strategy, seed=1, num_tuning_cores=2)
-    # Two generations of 4 trials each, every stage of each seen (tune_tir clones the strategy:
-    # on_stage is how a caller watches the clone that runs).
+    # Generations of up to 4 trials, every stage of each seen (tune_tir clones the strategy:
+    # on_stage is how a caller watches the clone that runs). A generation whose population holds
+    # fewer new schedules than the batch picks fewer, as the C++ search does (seen in CI: 4, 3,
+    # 1), and tune_tir asks for another.
     one = ["initial_population", "generation", "generation", "picked"]
-    assert stages == one * 2
+    rounds = len(stages) // len(one)
+    assert rounds >= 2 and stages == one * rounds, stages
     db = ms.database.JSONDatabase(work_dir=str(tmp_path))
     records = db.get_all_tuning_records()
     assert len(records) == 8
