@@ -73,8 +73,7 @@ class Progress:
         width = 20
         fill = int(width * done / max(1, session.max_trials))
         bar = "#" * fill + "." * (width - fill)
-        stage = next((e.kind for e in reversed(session.events.snapshot())
-                      if e.kind not in ("log", "warning")), "")
+        stage = stage_text(session.events.snapshot(), session.state)
         return (f"[{bar}] {done}/{session.max_trials} trials "
                 f"[{time.perf_counter() - self.start:6.1f} s] {session.state:<8} {stage:<18} "
                 f"best {best_text}")
@@ -104,6 +103,13 @@ class Progress:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def stage_text(events: list, state: str) -> str:
+    """What the session did last (the newest event's kind, logs and warnings left out), or ""
+    when that is its state already (``finished``: the bar shows the state once)."""
+    stage = next((e.kind for e in reversed(events) if e.kind not in ("log", "warning")), "")
+    return "" if stage == state else stage
 
 
 def _tune(args: argparse.Namespace, **knobs: object) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from msviz.cli import Progress
+from msviz.cli import Progress, stage_text
 from msviz.engine import Session
+from msviz.engine.events import EventLog
 
 
 class _Terminal(io.StringIO):
@@ -40,3 +41,13 @@ def test_progress_on_a_terminal_redraws_in_place(tmp_path: Path) -> None:
     text = out.getvalue()
     assert text.count("\r\x1b[K[") == 4 and text.count("\n") == 2  # the table line, the end
     assert "\r\x1b[Ka table\n" in text
+
+
+def test_the_bar_names_the_last_stage_and_the_state_once() -> None:
+    log = EventLog()
+    log.emit("generation", "GMM-0")
+    log.emit("log", "GMM-0", message="a line")
+    assert stage_text(log.snapshot(), "running") == "generation"
+    log.emit("finished", "GMM-0", reason="reached max_trials")
+    assert stage_text(log.snapshot(), "finished") == ""  # not "finished finished"
+    assert stage_text([], "idle") == ""
