@@ -265,11 +265,6 @@ def set_kernel_threads(threads: int) -> None:
     os.environ["TVM_NUM_THREADS"] = str(int(threads))
 
 
-def runtime_threads() -> int:
-    """Threads TVM's runtime runs kernels on in this process (sizes its pool if not yet)."""
-    return int(tvm.runtime.num_threads())
-
-
 use_host_cores()
 
 

@@ -19,7 +19,7 @@ from msviz.records import database as db_files
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.row import TRIAL_COLUMNS
-from msviz.records.sidecar import read_sidecar
+from msviz.records.sidecar import Sidecar, read_sidecar
 
 __all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir",
            "tasks_frame"]
@@ -171,7 +171,10 @@ class Run:
                 self.work_dir / db_files.RECORD_FILE, len(self._workloads)
             )
             self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
-            self.trials = self._build_trials()
+            sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
+            self.trials = self._build_trials(sidecar)
+            checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
+            self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
 
@@ -289,7 +292,7 @@ class Run:
 
     # -- tables ---------------------------------------------------------------------------------
 
-    def _build_trials(self) -> pd.DataFrame:
+    def _build_trials(self, sidecar: Sidecar) -> pd.DataFrame:
         """Column by column: log entries and the sidecar's extras matched per record line."""
         records = self._records
         workloads, lines, run_secs = records.workload, records.line, records.run_secs
@@ -304,9 +307,6 @@ class Run:
             w: entries for w, entries in self._log_trials.items() if len(entries) == seen.get(w)
         }
         logged = [aligned[w][k] if w in aligned else None for w, k in zip(workloads, task_trial)]
-        sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
-        checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
-        self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
         empty: dict = {}
         extras = [sidecar.trials.get(line, empty) for line in lines]
         kinds, errors = [], []

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tvm
 
 from msviz import compat
 from msviz.engine.measure import Measurer
@@ -20,7 +21,8 @@ PROBE = (
     "from msviz import compat\n"
     "from msviz.engine.measure import Measurer\n"
     "m = Measurer(compat.make_target('llvm', num_cores=2))\n"
-    "print(compat.runtime_threads(), m.runner.pool.submit(compat.runtime_threads).result())\n"
+    "import tvm\n"
+    "print(tvm.runtime.num_threads(), m.runner.pool.submit(tvm.runtime.num_threads).result())\n"
 )
 
 
@@ -52,7 +54,7 @@ def probe(env_threads: str | None) -> tuple[int, int]:
 @pytest.mark.parametrize("cores", [1, 2])
 def test_runner_worker_runs_kernels_on_the_target_cores(cores: int) -> None:
     measurer = Measurer(compat.make_target("llvm", num_cores=cores))
-    assert measurer.runner.pool.submit(compat.runtime_threads).result() == cores
+    assert measurer.runner.pool.submit(tvm.runtime.num_threads).result() == cores
 
 
 def test_msviz_runs_kernels_on_the_physical_cores_by_default() -> None:
