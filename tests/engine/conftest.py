@@ -52,3 +52,25 @@ def stepped(tmp_path_factory: pytest.TempPathFactory) -> Any:
     session.resume()
     seen.append(session.wait(300))
     return session, seen
+
+
+def batch_column(session: Any, max_trials: int, per_batch: int, done: int = 0,
+                 first_batch: int = 0) -> list[int]:
+    """The batch of each trial this session measured, built from its ``picked`` events.
+
+    ``done`` trials were in the work dir before, in batches ``0 .. first_batch - 1``. Checks
+    each pick on the way: a batch asks for ``min(per_batch, trials left)`` and gets 1 to that
+    many. It may get fewer: ``PickWithEpsGreedy`` (like the C++) drops a random pick that an
+    earlier pick of the same batch took, so batch sizes depend on the cost model, and so on
+    measured times.
+    """
+    column: list[int] = []
+    for batch, picked in enumerate(session.events.of_kind("picked"), start=first_batch):
+        assert picked["requested"] == min(per_batch, max_trials - done), picked
+        size = len(picked["candidates"])
+        assert 1 <= size <= picked["requested"], picked
+        assert picked["by_score"] + picked["by_random"] == size
+        column += [batch] * size
+        done += size
+    assert done == max_trials
+    return column
