@@ -21,7 +21,8 @@ class Candidate:
     shash : int
         Structural hash of ``sch.mod`` (the dedup key, as the C++'s module equality).
     design_space : int | None
-        Index of the design space it was sampled from (None for database records).
+        Index of the design space it was sampled from (for a database record, the space its
+        trace matches; None if none of the current spaces: other rules made it).
     origin : str
         ``"database"``, ``"fresh"``, ``"mutated"``, ``"kept"`` (unmutated parent) or ``"copied"``
         (every mutation try failed).

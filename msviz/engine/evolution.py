@@ -33,6 +33,7 @@ from msviz import compat
 from msviz.engine.candidates import Candidate, Stage, decisions_of
 from msviz.engine.presets import SearchKnobs
 from msviz.trace.replay import apply_trace
+from msviz.trace.spaces import space_key, space_of
 
 __all__ = ["Candidate", "EvolutionarySearch", "Stage", "decisions_of", "normalized_scores"]
 
@@ -127,6 +128,7 @@ class EvolutionarySearch:
         self.context = context
         sg = context.space_generator
         self.design_spaces = [s.trace.simplified(remove_postproc=True) for s in design_spaces]
+        self.space_keys = [space_key(trace) for trace in self.design_spaces]
         self.replayer = _Applier(context.mod, list(sg.postprocs or []))
         self.mutators = [(m, float(p)) for m, p in (sg.mutator_probs or {}).items()]
 
@@ -160,7 +162,8 @@ class EvolutionarySearch:
             if sch is None:
                 return None, failed
             shash = self._hash(sch)
-            return Candidate(sch, shash, None, "database", ancestor_line=self._line_of(shash)), None
+            space = space_of(record.trace, self.space_keys)
+            return Candidate(sch, shash, space, "database", ancestor_line=self._line_of(shash)), None
 
         return self._count(self._map(one, list(zip(records, self._seeds(len(records))))))
 

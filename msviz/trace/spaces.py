@@ -1,19 +1,25 @@
 """Design spaces and trial decisions as plain data, read from TVM below the views.
 
 :func:`generate_design_spaces` runs the schedule rules on a workload; :func:`trial_decisions`
-reads the decisions of a run's fastest trials from their traces. The views turn both into infos
-without touching TVM.
+reads the decisions of a run's fastest trials from their traces; :func:`space_of` finds the
+design space a trace was sampled from. The views turn these into infos without touching TVM.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import pandas as pd
 
 __all__ = [
-    "DesignSpace", "design_spaces_and_warnings", "generate_design_spaces", "trial_decisions",
+    "DesignSpace", "design_spaces_and_warnings", "generate_design_spaces", "space_key",
+    "space_of", "trial_decisions",
 ]
+
+_DECISION = re.compile(r",? ?decision=.*\)$")
+_PARALLEL = re.compile(r'(ann_key="meta_schedule\.parallel", ann_val=)\d+')
 
 
 class DesignSpace(NamedTuple):
@@ -75,6 +81,24 @@ def design_spaces_and_warnings(mod: Any, target: Any = "llvm", rules: Any = None
         for k, sch in enumerate(schedules)
     ]
     return spaces, skipped + unused(offered, schedules, workload)
+
+
+def space_key(trace: Any) -> tuple[str, ...]:
+    """What a trace keeps of the design space it was sampled from.
+
+    Its instructions (postprocs and unused pure ones removed, as records store them) as Python
+    lines without their decisions, and without the extent of ``meta_schedule.parallel``, which
+    the mutator ``MutateParallel`` rewrites. Every other mutator only changes decisions.
+    """
+    lines = trace.simplified(remove_postproc=True).as_python(remove_postproc=True)
+    return tuple(_PARALLEL.sub(r"\1_", _DECISION.sub(")", line)) for line in lines)
+
+
+def space_of(trace: Any, keys: Sequence[tuple[str, ...]]) -> int | None:
+    """Index of the design space whose :func:`space_key` is in ``keys`` that ``trace`` was
+    sampled from (then mutated), or None if it is from none of them (other rules)."""
+    key = space_key(trace)
+    return next((k for k, space in enumerate(keys) if space == key), None)
 
 
 def _categorical_value(inst: Any, decision: Any) -> Any:

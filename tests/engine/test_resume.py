@@ -111,3 +111,7 @@ def test_torn_work_dir_resumes(stepped: Any, tmp_path: Path, tiny_session: Any) 
         line = cand["ancestor_line"]
         assert line is not None and 1 <= line <= 8
         assert cand["decisions"] == before[line - 1]["decisions"]
+        # Its design space, found from its trace, is the one the sidecar stored for that line.
+        assert cand["design_space"] == before[line - 1]["design_space"] is not None
+    # So every trial names its design space, mutants of database records too.
+    assert trials["design_space"].notna().all()
