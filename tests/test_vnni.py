@@ -44,9 +44,9 @@ def _run(lib: Any, *arrays: np.ndarray) -> np.ndarray:
     return args[-1].numpy()
 
 
-def _hand_tensorized(intrin: str) -> Any:
-    """I8DP-0 tiled by hand so its inner 16x4 loops are one ``intrin`` call."""
-    sch = compat.Schedule(workloads.get("I8DP-0").mod)
+def _hand_tensorized(intrin: str, workload: str = "I8DP-0") -> Any:
+    """``workload`` (I8DP-0) tiled by hand so its inner 16x4 loops are one ``intrin`` call."""
+    sch = compat.Schedule(workloads.get(workload).mod)
     block = sch.get_sblock("C")
     i, j, k = sch.get_loops(block)
     jo, ji = sch.split(j, [None, 16])
@@ -142,6 +142,29 @@ def test_default_session_on_unpacked_int8_dense_is_right(tmp_path: Path) -> None
         trial = session.open().trial(int(index))
         out = _run(code.build(trial, session.target), a, w, np.zeros((64, 64), np.int32))
         assert not np.array_equal(out, want)
+
+
+@needs_vnni
+def test_an_edited_schedule_is_checked_when_remeasured(tmp_path: Path) -> None:
+    """A user's schedule is checked whatever its speed: VNNI by hand on the unpacked weight is
+    a wrong_result trial (numpy agrees it is wrong), the plain schedule an ok one."""
+    a, w, want = _dense_inputs(64, 64, 64)
+    compat.register_tensor_intrins()
+    trap = _hand_tensorized(compat.VNNI_INTRIN, "I8DU-0")
+    assert not np.array_equal(_run(code.build(trap, HOST), a, w, np.zeros((64, 64), np.int32)),
+                              want)
+    session = msviz.Session("I8DU-0", work_dir=tmp_path / "wd", **TINY)
+    wrong = session.remeasure(trap, repeats=1).result(timeout=300)
+    plain = session.remeasure(compat.Schedule(workloads.get("I8DU-0").mod), repeats=1
+                              ).result(timeout=300)
+    assert (wrong["line"], wrong["new_trial"], wrong["check"]) == (1, True, "wrong")
+    assert wrong["run_secs"] is None and wrong["error"].startswith("wrong result")
+    assert (plain["line"], plain["new_trial"], plain["check"], plain["error"]) == (
+        2, True, "ok", None)
+    trials = session.open().trials
+    assert list(trials["status"]) == ["wrong_result", "ok"]
+    assert list(trials["check"]) == ["wrong", "ok"] and list(trials["origin"]) == ["edit"] * 2
+    assert session.open().best().index == 1  # the plain one
 
 
 def _tiny_session(tmp_path: Path, workload: Any, **kw: Any) -> Any:

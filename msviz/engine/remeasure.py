@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,8 @@ def remeasure(tuner: Any, what: Any, repeats: int) -> dict:
     -------
     data : dict
         ``line``, ``repeats``, ``run_secs``, ``error``, ``new_trial`` (the ``remeasured``
-        event's data; a schedule the database does not hold becomes a trial of its own).
+        event's data; a schedule the database does not hold becomes a trial of its own, and
+        its ``check``: ``"ok"``, ``"wrong"``, ``"error"``, or None with ``check="none"``).
     """
     sch, line = _resolve(tuner, what)
     if tuner.measurer is None:
@@ -42,20 +44,24 @@ def remeasure(tuner: Any, what: Any, repeats: int) -> dict:
     args = compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True)
     built = measurer.build([sch.mod])
     res = measurer.run(built, [args], evaluator_config=config)[0]
+    info: dict[str, Any] = {"origin": "edit", "pick": "user"}
+    if line is None:
+        # A new schedule (an edit) is checked whatever its speed, unless the session checks
+        # nothing (check="none"): a wrong one becomes a wrong_result trial, never the best.
+        res = tuner.checker.check_batch([(sch, args, info, None)], built, [res], math.inf)[0]
     measurer.cleanup(built)
     if line is None:
         # A schedule the database does not hold (e.g. an edited decision) becomes a trial
         # of its own, so it shows in the trials table next to what the search measured.
-        row = add_to_database(tuner, sch, args, res, {"origin": "edit", "pick": "user"},
-                              batch=None, generation=None)
+        row = add_to_database(tuner, sch, args, res, info, batch=None, generation=None)
         data = {"line": row["line"], "repeats": repeats, "run_secs": res.run_secs,
-                "error": res.error, "new_trial": True}
+                "error": res.error, "new_trial": True, "check": info.get("check")}
     else:
         tuner.sidecar.remeasure(line, list(res.run_secs) if res.run_secs else None,
                                 task=tuner.task, repeats=repeats, error=res.error,
                                 error_kind=res.error_kind)
         data = {"line": line, "repeats": repeats, "run_secs": res.run_secs,
-                "error": res.error, "new_trial": False}
+                "error": res.error, "new_trial": False, "check": None}
     tuner.emit("remeasured", **data)
     return data
 

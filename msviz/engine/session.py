@@ -500,8 +500,11 @@ class Session:
         Returns
         -------
         future : concurrent.futures.Future
-            Resolves to ``{"line", "repeats", "run_secs", "error"}``. Measurements go through the
-            engine one at a time, never overlapping a tuning batch.
+            Resolves to ``{"line", "repeats", "run_secs", "error", "new_trial", "check"}``. A
+            schedule the database does not hold (an edit) becomes a trial of its own, its
+            result checked (``check``: ``"ok"``, ``"wrong"`` or ``"error"``; a wrong one is a
+            ``wrong_result`` trial). Measurements go through the engine one at a time, never
+            overlapping a tuning batch.
         """
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")

@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from msviz.widgets.common import ErrorArea, Selection, code_html
 
-__all__ = ["TraceView"]
+__all__ = ["TraceView", "measured_text"]
 
 #: What the view says while no trial is selected.
 NO_TRIAL = "<i>Select a trial (click a row in the Trials tab) to see and edit its trace.</i>"
@@ -67,6 +67,23 @@ def intrinsics_html(tensorize: Any) -> str:
             "<div style='flex:1;min-width:0'><i>implementation</i> (what replaces it)"
             f"{code_html(intrin.implementation, max_height='260px')}</div></div></details>")
     return "".join(parts)
+
+
+def measured_text(data: dict) -> str:
+    """One line on a finished :meth:`Session.remeasure` (its future's result)."""
+    where = f"record line {data['line']}"
+    what = f"a new trial ({where})" if data.get("new_trial") else where
+    if data.get("check") == "wrong":
+        return f"wrong result: {what} computes another answer than the workload; never the best"
+    if data.get("error"):
+        first = str(data["error"]).strip().splitlines()
+        return f"failed: {what}: {first[0] if first else 'no message'}"
+    secs = data.get("run_secs") or []
+    latency = f"{1e6 * sum(secs) / len(secs):.1f} us" if secs else "no time"
+    check = {"ok": "result checked: right", "error": "result check could not run",
+             None: "result not checked"}.get(data.get("check"), "")
+    verb = "measured" if data.get("new_trial") else "re-measured"
+    return f"{verb} {what}: {latency}" + (f"; {check}" if data.get("new_trial") else "")
 
 
 class TraceView(W.VBox):
@@ -209,5 +226,13 @@ class TraceView(W.VBox):
         except Exception as err:
             self.error.show(self, err)
             return None
-        self.status.value = f"sent to measure: {html.escape(str(result))}"
+        self.status.value = "measuring the edited schedule..."
+        if hasattr(result, "add_done_callback"):  # a session's Future: say how it went
+            result.add_done_callback(self._measured)
         return result
+
+    def _measured(self, future: Any) -> None:
+        try:
+            self.status.value = html.escape(measured_text(future.result()))
+        except Exception as err:
+            self.error.show(self, err)

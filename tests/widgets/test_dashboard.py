@@ -81,8 +81,16 @@ def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     tile.value = (tile.value + 1) % len(tile.options)
     assert re.search("diff_(add|chg|sub)", dash.trace_view.diff.value)
     future = dash.trace_view.measure()
+    assert dash.trace_view.status.value == "measuring the edited schedule..."
     result = future.result(timeout=300)
-    assert result["new_trial"] and result["error"] is None
+    assert result["new_trial"] and result["error"] is None and result["check"] == "ok"
+    mean_us = 1e6 * sum(result["run_secs"]) / len(result["run_secs"])
+    said = (f"measured a new trial (record line 17): {mean_us:.1f} us; "
+            "result checked: right")
+    deadline = time.time() + 10  # the future's callback runs after result() wakes us
+    while dash.trace_view.status.value != said and time.time() < deadline:
+        time.sleep(0.05)
+    assert dash.trace_view.status.value == said
     assert dash.settle()
     assert dash.table.total == 17
     edited = session.trials.iloc[-1]

@@ -19,6 +19,7 @@ from msviz.widgets import (
     Selection,
     TraceView,
 )
+from msviz.widgets.trace_view import measured_text
 
 
 def test_run_dashboard_shows_failures_by_cause(stock_run) -> None:
@@ -142,6 +143,24 @@ def test_trace_view_edit_and_measure(stock_run) -> None:
     assert sent == [view.replay]
     view.reset_button.click()
     assert view.edits() == {} and view.diff.value == ""
+
+
+@pytest.mark.parametrize("data, text", [
+    ({"line": 17, "new_trial": True, "check": "ok", "error": None, "run_secs": [2e-5, 4e-5]},
+     "measured a new trial (record line 17): 30.0 us; result checked: right"),
+    ({"line": 17, "new_trial": True, "check": None, "error": None, "run_secs": [1e-6]},
+     "measured a new trial (record line 17): 1.0 us; result not checked"),
+    ({"line": 3, "new_trial": True, "check": "wrong", "error": "wrong result: C differs",
+      "run_secs": None},
+     "wrong result: a new trial (record line 3) computes another answer than the workload; "
+     "never the best"),
+    ({"line": 3, "new_trial": True, "check": None, "run_secs": None,
+      "error": "RuntimeError\n  more"}, "failed: a new trial (record line 3): RuntimeError"),
+    ({"line": 5, "new_trial": False, "check": None, "error": None, "run_secs": [5e-5]},
+     "re-measured record line 5: 50.0 us"),
+])
+def test_measured_text(data, text) -> None:
+    assert measured_text(data) == text
 
 
 def test_trace_view_error_shows_under_view(stock_run) -> None:
