@@ -171,3 +171,48 @@ def test_single_primfunc_also_emits_tasks_and_scheduled(tmp_path: Path) -> None:
                                                                     "round-robin warm-up")
     assert session.events.of_kind("started")[0]["model"] is None
     assert session.end_to_end is None and not session.events.of_kind("end_to_end")
+
+
+def _bind_to_threads() -> Any:
+    """A user's schedule rule written for a GPU: it binds each block's outer loop to
+    ``threadIdx.x``, which LLVM cannot build, so every candidate on the CPU fails."""
+    from tvm.ir.utils import derived_object
+
+    @derived_object
+    class BindToThreads(compat.ms.schedule_rule.PyScheduleRule):
+        def _initialize_with_tune_context(self, context: Any) -> None:
+            pass
+
+        def apply(self, sch: Any, block: Any) -> list:
+            loops = sch.get_loops(block)
+            if sch.get(block).name_hint != "root" and loops:
+                sch.bind(loops[0], "threadIdx.x")
+            return [sch]
+
+        def clone(self) -> Any:
+            return BindToThreads()
+
+    return BindToThreads()
+
+
+def test_a_task_whose_every_candidate_fails_is_done_after_two_batches(tmp_path: Path) -> None:
+    from msviz.engine import RuleSet
+
+    session = Session("mlp", work_dir=tmp_path / "wd", max_trials=20,
+                      task_scheduler="round-robin", strategy="replay", **OPTIONS)
+    session.set_rules(RuleSet([_bind_to_threads()], [], {}), task=1)
+    session.start()
+    assert session.wait(900) == "finished", session.end_reason
+    trials = session.trials
+    name = session.tasks[1].name
+    broken = trials[trials["task"] == name]
+    assert len(broken) == 4 and (broken["status"] == "build_error").all()
+    assert broken["error"].str.contains("GetThreadIndex").all()
+    done = [e for e in session.events.of_kind("task_done") if e["reason"] ==
+            "every candidate failed"]
+    assert [e.task for e in done] == [name]
+    # Round-robin: tasks 0..3 twice (task 1's second batch ends it), then 0, 2, 3 only.
+    picks = [s["pick"] for s in session.events.of_kind("scheduled")]
+    assert picks == [0, 1, 2, 3, 0, 1, 2, 3, 0, 2]
+    others = trials[trials["task"] != name]
+    assert len(others) == 16 and (others["status"] == "ok").all()
