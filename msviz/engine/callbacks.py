@@ -65,6 +65,8 @@ def add_to_database(tuner: Any, sch: Any, args: Any, res: MeasureResult, info: d
     latency = row.mean_latency_us(secs)
     if res.ok:
         tuner.best_secs = min(tuner.best_secs, latency / 1e6)
+        tuner.best_median_ms = min(tuner.best_median_ms,
+                                   row.median_latency_us(secs) / 1e3)
     iso = row.iso_timestamp(stamp)
     device = {"device": res.device} if res.device else {}  # the RPC server that measured it
     tuner.sidecar.trial(line, task=tuner.task, workload=tuner.workload_index,
@@ -85,9 +87,9 @@ def _log_trial(tuner: Any, task_trial: int, res: MeasureResult) -> None:
         where = "building" if res.error_kind == "build" else "running"
         tuner.logger.info(head + f"Error in {where}:\n{res.error}")
         return
-    latency = row.mean_latency_us(res.run_secs)
+    latency = row.median_latency_us(res.run_secs)  # as the C++ logs it (GetRunMsMedian)
     flop = tuner.workload.flop
-    best = row.gflops(flop, tuner.best_secs * 1e6)
+    best = row.gflops(flop, tuner.best_median_ms * 1e3)
     tuner.logger.info(head + f"GFLOPs: {row.gflops(flop, latency):.4f}. "
                       f"Time: {latency:.4f} us. Best GFLOPs: {best:.4f}")
 

@@ -259,12 +259,13 @@ class Session:
     def task_table(self) -> list[dict]:
         """MetaSchedule's task table now, one dict per task: ``index``, ``name``, ``flop``,
         ``weight``, ``gflops``, ``latency_us``, ``weighted_latency_us`` (None while the task
-        has no successful trial), ``trials``, ``done``."""
+        has no successful trial), ``trials``, ``done``. Latencies are medians of each trial's
+        ``run_secs``, as the C++ prints them."""
         rows = []
         for task in self.tasks:
             tuner = self._tuners[task.index] if self._tuners else None
-            best = tuner.best_secs * 1e6 if tuner is not None else float("inf")
-            ok = best != float("inf")
+            ok = tuner is not None and tuner.best_median_ms < 1e9
+            best = tuner.best_median_ms * 1e3 if ok else float("inf")
             rows.append({"index": task.index, "name": task.name, "flop": float(task.flop),
                          "weight": int(task.weight),
                          "gflops": task.flop / best / 1e3 if ok and task.flop > 0 else None,

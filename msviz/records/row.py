@@ -26,6 +26,7 @@ __all__ = [
     "iso_timestamp",
     "log_time",
     "mean_latency_us",
+    "median_latency_us",
     "status",
     "stored_run_secs",
     "trials_frame",
@@ -97,6 +98,17 @@ def mean_latency_us(run_secs: Sequence[float] | None) -> float:
     if not _measured(run_secs):
         return math.nan
     return sum(run_secs) / len(run_secs) * 1e6  # type: ignore[arg-type]
+
+
+def median_latency_us(run_secs: Sequence[float] | None) -> float:
+    """Median of ``run_secs`` in microseconds (``GetRunMsMedian``: the mean of the middle two
+    for an even count), as MetaSchedule's task scheduler and its log lines time a trial; NaN
+    for a failed or missing measurement."""
+    if not _measured(run_secs):
+        return math.nan
+    v = sorted(run_secs)  # type: ignore[type-var]
+    n = len(v)
+    return (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) * 0.5) * 1e6
 
 
 def gflops(flop: float, latency_us: float) -> float:
