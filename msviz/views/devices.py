@@ -145,16 +145,9 @@ def devices_text(info: DevicesInfo) -> str:
         lines.append(f"error: {info.error}")
     if info.waiting:
         lines.append(f"waiting for a server under key {info.key!r}")
-    lines.append("")
-    lines.append(f"{'server':<24}{'key':<20}{'trials':>7}")
-    for s in info.servers:
-        lines.append(f"{s['address']:<24}{s['key']:<20}{s['trials']:>7}")
-    if not info.servers:
-        lines.append("(no server registered)")
-    lines.append("")
-    lines.append(f"{'key':<20}{'total':>6}{'free':>6}{'pending':>8}")
-    for q in info.queue:
-        lines.append(f"{q['key']:<20}{q['total']:>6}{q['free']:>6}{q['pending']:>8}")
-    if not info.queue:
-        lines.append("(empty queue)")
+    servers = pd.DataFrame(list(info.servers), columns=["address", "key", "trials"])
+    queue = pd.DataFrame(list(info.queue), columns=["key", "total", "free", "pending"])
+    lines += ["", servers.rename(columns={"address": "server"}).to_string(index=False)
+              if len(servers) else "(no server registered)",
+              "", queue.to_string(index=False) if len(queue) else "(empty queue)"]
     return "\n".join(lines)

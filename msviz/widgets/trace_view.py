@@ -120,6 +120,7 @@ class TraceView(W.VBox):
         self.measure_button = W.Button(description="Measure", icon="play", disabled=True,
                                        button_style="primary")
         self.status = W.HTML()
+        self.status.add_class("msviz-measure-status")
         self.diff = W.HTML()
         self.error = ErrorArea()
         self.reset_button.on_click(lambda _b: self.show(self.selection.trial))

@@ -5,6 +5,7 @@ shows an error; one screenshot per tab under ``artifacts/``."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -103,6 +104,29 @@ def _check_toggles(driver) -> dict:
     return {"seconds": seconds, "x range": wall}
 
 
+def _edit_and_measure(driver) -> str:
+    """Trace tab: choose another value of the first decision with a choice, press Measure and
+    wait for the view to say how the new trial went (the session has finished: a re-measure
+    sets up its own tuner)."""
+    from selenium.webdriver.support.ui import Select
+
+    menu = next(Select(s) for s in driver.find_elements("css selector", ".msviz-dashboard select")
+                if s.is_displayed() and len(Select(s).options) > 1)
+    now = [o.get_attribute("selected") is not None for o in menu.options].index(True)
+    menu.select_by_index((now + 1) % len(menu.options))
+    button = "[...document.querySelectorAll('.msviz-dashboard button')]" \
+        ".find(b => b.offsetParent && b.textContent.trim() === 'Measure')"
+    _wait(driver, f"const b = {button}; return b && !b.disabled", timeout=60,
+          what="an enabled Measure button")
+    driver.execute_script(f"{button}.click()")
+    status = "const s = document.querySelector('.msviz-dashboard .msviz-measure-status');"
+    _wait(driver, status + "return s && s.textContent.startsWith('measured a new trial')",
+          timeout=240, what="the measured edit")
+    time.sleep(1.0)
+    driver.save_screenshot(str(ARTIFACTS / "tab-trace-measured.png"))
+    return driver.execute_script(status + "return s.textContent")
+
+
 def _tab_titles(driver) -> list[str]:
     return [t.text for t in driver.find_elements(
         "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
@@ -115,6 +139,7 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     report: dict = {}
     toggles: dict = {}
+    measured = ""
     with jupyterlab(root) as url, chromium(offline=True) as driver:
         try:
             run_all_cells(driver, url, "tabs.ipynb")
@@ -143,6 +168,7 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
                     _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard "
                           "select')].some(s => s.offsetParent && s.options.length > 1)",
                           timeout=120, what="decision editors")
+                    measured = _edit_and_measure(driver)
                 if title == "Design spaces":
                     _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard "
                           "select')].some(s => s.offsetParent && s.options.length > 0)",
@@ -163,6 +189,9 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
                 assert bad not in page
             graphs = report["Plots"]["graphs"]
             assert len(graphs) >= 3, graphs
+            # the edited schedule became record line 17, checked right (plain GMM: no trap)
+            assert re.fullmatch(r"measured a new trial \(record line 17\): [0-9.]+ us; "
+                                r"result checked: right", measured), measured
             for tab, survey in report.items():
                 for graph in survey["graphs"]:
                     # data points, and no leftover "why no data yet" note over them

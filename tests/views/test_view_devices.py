@@ -56,9 +56,17 @@ def test_devices_info_counts_per_device_and_minute(same: Any) -> None:
     assert [t.name for t in fig.data] == [A, B]
     assert list(fig.data[0].x) == [0, 1, 2] and list(fig.data[1].y) == [1, 1]
     assert fig.layout.title.text == "Candidates per device and minute"
-    text = devices_text(info)
-    assert "127.0.0.1:9100          gpu" in text
-    assert "gpu                      1     0       2" in text
+    assert devices_text(info) == "\n".join([
+        "tracker 127.0.0.1:9190, key cpu",
+        "",
+        "        server key  trials",
+        "127.0.0.1:9001 cpu       3",
+        "127.0.0.1:9100 gpu       0",
+        "",
+        "key  total  free  pending",
+        "cpu      1     1        0",
+        "gpu      1     0        2",
+    ])
 
 
 def test_devices_info_when_empty_still_draws_its_axes_and_warns(same: Any) -> None:
