@@ -163,7 +163,8 @@ class EvolutionarySearch:
                 return None, failed
             shash = self._hash(sch)
             space = space_of(record.trace, self.space_keys)
-            return Candidate(sch, shash, space, "database", ancestor_line=self._line_of(shash)), None
+            line = self._line_of(shash)
+            return Candidate(sch, shash, space, "database", ancestor_line=line), None
 
         return self._count(self._map(one, list(zip(records, self._seeds(len(records))))))
 

@@ -14,7 +14,6 @@ import collections
 import os
 import tempfile
 import threading
-import time
 import traceback
 from concurrent.futures import Future
 from pathlib import Path
@@ -25,6 +24,7 @@ from msviz.engine import scheduler as scheduler_mod
 from msviz.engine.events import EventLog
 from msviz.engine.presets import knobs_for
 from msviz.engine.rules import RuleSet
+from msviz.engine.task_loop import TaskLoop
 from msviz.engine.tuner import SharedParts, Tuner
 from msviz.errors import MsvizError, WorkDirError
 from msviz.records import database as db_files
@@ -170,15 +170,7 @@ class Session:
         self.trials_per_batch = trials_per_batch
         self.max_trials_per_task = max_trials_per_task
         self.strategy = strategy
-        self.scheduler = scheduler_mod.create(task_scheduler, seed=self.seed)
-        n = len(self.tasks)
-        self._task_budget: list[int | None] = [max_trials_per_task] * n
-        self._pinned = [False] * n
-        self._skipped = [False] * n
-        self._done: list[str | None] = [None] * n  # why each task ended
         self._task_rules: dict[int, RuleSet] = {}
-        self._forced: int | None = None
-        self._batch = 0
         self.end_to_end_check = bool(end_to_end_check) and self.model is not None
         #: The last end-to-end check (the ``end_to_end`` event's data), or None.
         self.end_to_end: dict | None = None
@@ -193,6 +185,12 @@ class Session:
         #: The tracker and key when measuring over RPC (an RPCSpec), else None.
         self.fleet = fleet_of(runner)
         self.events = EventLog()
+        self._tuners: list[Tuner] = []
+        self._loop = TaskLoop(
+            self.tasks, scheduler_mod.create(task_scheduler, seed=self.seed),
+            tuners=lambda: self._tuners, emit=self.events.emit, name=self.name,
+            max_trials_per_task=max_trials_per_task,
+            log_dir=self.work_dir / "logs" if self.model is not None else None)
         self._cond = threading.Condition(threading.RLock())
         self._state = "idle"
         self._pause_requested = False
@@ -200,7 +198,6 @@ class Session:
         self._stop_requested = False
         self._commands: collections.deque = collections.deque()
         self._thread: threading.Thread | None = None
-        self._tuners: list[Tuner] = []
         self._shared: SharedParts | None = None
         self._measure_lock = threading.Lock()  # all measurements, one at a time
         self.end_reason: str | None = None
@@ -214,6 +211,11 @@ class Session:
     def state(self) -> str:
         """One of idle, running, waiting, paused, stopping, finished, stopped, failed."""
         return self._state
+
+    @property
+    def scheduler(self) -> scheduler_mod.TaskScheduler:
+        """The task scheduler (see :meth:`set_scheduler`)."""
+        return self._loop.scheduler
 
     @property
     def _tuner(self) -> Tuner | None:
@@ -261,25 +263,11 @@ class Session:
         ``weight``, ``gflops``, ``latency_us``, ``weighted_latency_us`` (None while the task
         has no successful trial), ``trials``, ``done``. Latencies are medians of each trial's
         ``run_secs``, as the C++ prints them."""
-        rows = []
-        for task in self.tasks:
-            tuner = self._tuners[task.index] if self._tuners else None
-            ok = tuner is not None and tuner.best_median_ms < 1e9
-            best = tuner.best_median_ms * 1e3 if ok else float("inf")
-            rows.append({"index": task.index, "name": task.name, "flop": float(task.flop),
-                         "weight": int(task.weight),
-                         "gflops": task.flop / best / 1e3 if ok and task.flop > 0 else None,
-                         "latency_us": best if ok else None,
-                         "weighted_latency_us": best * task.weight if ok else None,
-                         "trials": tuner.trials_done if tuner is not None else 0,
-                         "done": self._done[task.index] is not None})
-        return rows
+        return self._loop.table()
 
     def tasks_info(self) -> list[dict]:
         """The ``tasks`` event's list: one dict per task."""
-        return [{"index": t.index, "name": t.name, "flop": float(t.flop), "weight": int(t.weight),
-                 "max_trials": self._task_budget[t.index], "pinned": self._pinned[t.index],
-                 "skipped": self._skipped[t.index]} for t in self.tasks]
+        return self._loop.info()
 
     def subscribe(self, callback: Any, *, replay: bool = False) -> Any:
         """Call ``callback(event)`` for every event (see :meth:`EventLog.subscribe`)."""
@@ -456,35 +444,8 @@ class Session:
         return done
 
     def _apply_steering(self, name: str, arg: Any) -> None:
-        if name == "tune_next":
-            self._forced = arg
-            return
-        if name == "scheduler":
-            if isinstance(arg, scheduler_mod.GradientBased):
-                arg.round_robin_rounds = self._warm_up_done()
-            self.scheduler = arg
-            return
-        index, value = arg
-        if name == "pin":
-            self._pinned[index] = value
-        elif name == "skip":
-            self._skipped[index] = value
-        elif name == "budget":
-            self._task_budget[index] = value
-            if self._done[index] == "reached max_trials_per_task" and (
-                    value is None or self._tuners[index].trials_done < value):
-                self._done[index] = None  # a larger budget brings it back
-        if self._state != "idle":
+        if self._loop.steer(name, arg) and self._state != "idle":
             self.events.emit("tasks", self.name, tasks=self.tasks_info())
-
-    def _warm_up_done(self) -> int:
-        """Leading tasks that already have a best-latency history (skipped by the warm-up)."""
-        count = 0
-        for tuner in self._tuners:
-            if not tuner.best_history_ms:
-                break
-            count += 1
-        return count
 
     def remeasure(self, trial_or_trace: Any, *, repeats: int = 3, task: Any = None) -> Future:
         """Build and run a schedule again; the new run_secs become a re-measurement of its trial.
@@ -608,14 +569,13 @@ class Session:
             with self._live_lock:
                 if self._live is not None:
                     self._teach_live(self._live)
-            if isinstance(self.scheduler, scheduler_mod.GradientBased):
-                self.scheduler.round_robin_rounds = self._warm_up_done()
+            self._loop.use_scheduler(self._loop.scheduler)  # its warm-up skips tuned tasks
             for task in self.tasks:
-                self._log_scheduler(f"Initializing Task #{task.index}: {task.name}")
-            self._log_scheduler("Task table before tuning", table=True)
-            self._batch = sum(t.batch for t in self._tuners)
+                self._loop.log(f"Initializing Task #{task.index}: {task.name}")
+            self._loop.log("Task table before tuning", table=True)
+            self._loop.batch = sum(t.batch for t in self._tuners)
             self._checkpoint("stage")
-            stages = self._drive()
+            stages = self._loop.drive(self.max_trials, self.trials_per_batch)
             while True:
                 with self._measure_lock:
                     try:
@@ -627,10 +587,7 @@ class Session:
                 if kind == "batch":
                     self._await_devices()
             final = "finished"
-            # TaskScheduler::Tune terminates every task still alive when tuning ends
-            for index, reason in enumerate(self._done):
-                if reason is None and len(self.tasks) > 1:
-                    self._task_done(index, f"tuning ended: {self.end_reason}")
+            self._loop.end_all(self.end_reason)
         except _StopRequested:
             final, self.end_reason = "stopped", "stopped on request"
         except BaseException as err:
@@ -642,7 +599,7 @@ class Session:
             except Exception as err:  # pragma: no cover - keep the first error
                 data.setdefault("close_error", f"{type(err).__name__}: {err}")
         if self._tuners:
-            self._log_scheduler(f"Tuning ended ({final}): {self.end_reason}", table=True)
+            self._loop.log(f"Tuning ended ({final}): {self.end_reason}", table=True)
         if self.end_to_end_check and final in ("finished", "stopped") and self.trials_done:
             self._end_to_end_now()
         self._fail_commands()
@@ -653,85 +610,6 @@ class Session:
         self.events.emit(final, name, reason=self.end_reason, trials=self.trials_done,
                          timing=timing, **data)
         self._set_state(final)
-
-    def _task_states(self) -> list[scheduler_mod.TaskState]:
-        return [scheduler_mod.TaskState(
-            weight=float(task.weight), best_history_ms=list(tuner.best_history_ms),
-            trials=tuner.trials_done, done=self._done[task.index] is not None,
-            pinned=self._pinned[task.index], skipped=self._skipped[task.index])
-            for task, tuner in zip(self.tasks, self._tuners)]
-
-    def _task_done(self, index: int, reason: str) -> None:
-        self._done[index] = reason
-        self._tuners[index].emit("task_done", reason=reason)
-        left = sum(d is None for d in self._done)
-        self._log_scheduler(f"Task #{index} has finished. Remaining task(s): {left}",
-                            table=True)
-
-    def _log_scheduler(self, message: str, *, table: bool = False) -> None:
-        """A line of the stock ``task_scheduler.log`` (a model's work dir): picks, finished
-        tasks and the task table, so readers of ``tune_relax`` work dirs read it too."""
-        if self.model is None:
-            return
-        from msviz.engine.scheduler import format_task_table
-
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S") + f".{int(time.time() * 1000) % 1000:03d}"
-        text = f"{stamp} [INFO] [task_scheduler.cc:0] {message}\n"
-        if table:
-            text += f"{stamp} [INFO] [task_scheduler.cc:0] \n" + format_task_table(
-                self.task_table())
-        try:
-            logs = self.work_dir / "logs"
-            logs.mkdir(parents=True, exist_ok=True)
-            with open(logs / "tvm.s_tir.meta_schedule.logging.task_scheduler.log", "a",
-                      encoding="utf-8") as f:
-                f.write(text)
-        except OSError as err:  # never let logging stop tuning
-            self.events.emit("warning", self.name, message=f"task scheduler log: {err}")
-
-    def _drive(self) -> Any:
-        """``TaskScheduler::Tune``, one batch at a time: pick a task, run one batch of it.
-
-        Yields ``"stage"``/``"batch"`` (the pause points); returns why tuning ended.
-        """
-        while True:
-            if self.trials_done >= self.max_trials:
-                return "reached max_trials"
-            forced, self._forced = self._forced, None
-            pick = self.scheduler.next_task(self._task_states(), forced=forced)
-            if pick.task is None:
-                if len(self.tasks) == 1 and self._done[0] is not None:
-                    return self._done[0]
-                if any(self._skipped[i] and self._done[i] is None for i in range(len(self.tasks))):
-                    return "every task not skipped is done"
-                return "every task is done"
-            index = pick.task
-            tuner = self._tuners[index]
-            budget = self._task_budget[index]
-            if budget is not None and tuner.trials_done >= budget:
-                self._task_done(index, "reached max_trials_per_task")
-                continue
-            self.events.emit(
-                "scheduled", self.name, batch=self._batch, scheduler=self.scheduler.kind,
-                pick=index, pick_name=self.tasks[index].name, reason=pick.reason,
-                forced=pick.forced, gradients=list(pick.gradients),
-                best_us=[u.best_secs * 1e6 if u.best_secs != float("inf") else None
-                         for u in self._tuners],
-                trials=[u.trials_done for u in self._tuners],
-                done=[d is not None for d in self._done])
-            self._batch += 1
-            self._log_scheduler(f"TaskScheduler picks Task #{index}: {self.tasks[index].name}")
-            n = min(self.trials_per_batch, self.max_trials - self.trials_done)
-            if budget is not None:
-                n = min(n, budget - tuner.trials_done)
-            outcome = yield from tuner.run_batch(n)
-            self._log_scheduler(f"[Updated] Task #{index}: {self.tasks[index].name}",
-                                table=True)
-            if outcome is None:
-                self._task_done(index, tuner.end_reason or "search space exhausted")
-            elif len(self.tasks) > 1 and tuner.trials_done and tuner.best_secs == float("inf") \
-                    and tuner.batch >= 2:
-                self._task_done(index, "every candidate failed")
 
     def _end_to_end_now(self) -> dict:
         from msviz.engine.end_to_end import check_model

@@ -216,3 +216,32 @@ def test_a_task_whose_every_candidate_fails_is_done_after_two_batches(tmp_path: 
     assert picks == [0, 1, 2, 3, 0, 1, 2, 3, 0, 2]
     others = trials[trials["task"] != name]
     assert len(others) == 16 and (others["status"] == "ok").all()
+
+
+def test_pin_skip_and_switch_scheduler(tmp_path: Path) -> None:
+    session = Session("mlp", work_dir=tmp_path / "wd", max_trials=12, strategy="replay",
+                      **OPTIONS)
+    session.skip(0)  # idle: applied at once
+    session.pin("fused_matmul1_add_relu")  # task 2
+    assert session.tasks[2].name == "fused_matmul1_add_relu"
+    for _ in range(2):
+        session.step("batch")
+        assert session.wait(600) == "paused"
+    session.pin(2, False).result(timeout=60)  # paused: applied by the worker
+    session.set_scheduler("round-robin").result(timeout=60)
+    session.resume()
+    assert session.wait(900) == "finished"
+    scheduled = session.events.of_kind("scheduled")
+    # Pinned twice; then RoundRobin from the start, passing over the skipped task 0.
+    assert [(s["pick"], s["reason"], s["scheduler"]) for s in scheduled] == [
+        (2, "pinned", "gradient"), (2, "pinned", "gradient"),
+        (1, "round-robin", "round-robin"), (2, "round-robin", "round-robin"),
+        (3, "round-robin", "round-robin"), (1, "round-robin", "round-robin")]
+    assert session.scheduler.kind == "round-robin"
+    infos = [e["tasks"] for e in session.events.of_kind("tasks")]
+    assert [(t["pinned"], t["skipped"]) for t in infos[0]] == [
+        (False, True), (False, False), (True, False), (False, False)]
+    assert [t["pinned"] for t in infos[-1]] == [False] * 4  # the unpin was announced
+    trials = session.trials
+    assert trials.groupby("task").size().to_dict() == {
+        session.tasks[1].name: 4, session.tasks[2].name: 6, session.tasks[3].name: 2}

@@ -17,7 +17,8 @@ def gmm_context() -> Any:
 
     ms = compat.ms
     ctx = ms.TuneContext(
-        mod=workloads.get("GMM", 0).mod, target=compat.make_target({"kind": "llvm", "num-cores": 4}),
+        mod=workloads.get("GMM", 0).mod,
+        target=compat.make_target({"kind": "llvm", "num-cores": 4}),
         space_generator=ms.space_generator.PostOrderApply(
             sch_rules="llvm", postprocs="llvm", mutator_probs="llvm"),
         task_name="spaces-test", rand_state=1, num_threads=1)
