@@ -120,6 +120,48 @@ def test_default_session_tensorizes_packed_int8_dense(tmp_path: Path) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def _conv_nchwc_int8(data: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """numpy: conv2d NCHWc int8, stride 1, no padding, written out from its definition."""
+    n, _, h, w, _ = data.shape
+    ocs, _, kh, kw, _, lanes, _ = kernel.shape
+    d = data.reshape(*data.shape[:4], -1, 4).astype(np.int64)  # [n, ico, h, w, icf, ics]
+    k = kernel.astype(np.int64)  # [occ, ico, kh, kw, icf, ocb, ics]
+    out = np.zeros((n, ocs, h - kh + 1, w - kw + 1, lanes), np.int64)
+    for ry in range(kh):
+        for rx in range(kw):
+            window = d[:, :, ry:ry + h - kh + 1, rx:rx + w - kw + 1]
+            out += np.einsum("bcyxfs,ocfls->boyxl", window, k[:, :, ry, rx])
+    return out.astype(np.int32)
+
+
+@needs_vnni
+def test_default_session_tensorizes_int8_conv2d_nchwc(tmp_path: Path) -> None:
+    """conv2d NCHWc int8 (I8C2D-0): a default session tensorizes it with VNNI, and its best
+    kernel computes what numpy computes from the definition."""
+    session = msviz.Session("I8C2D-0", work_dir=tmp_path / "wd", max_trials=16,
+                            trials_per_batch=8, check="measured", **TINY)
+    session.start()
+    assert session.wait(900) == "finished"
+    assert not session.events.of_kind("warning")
+    run = session.open()
+    trials = run.trials
+    ran = trials["status"] == "ok"
+    assert ran.sum() >= 8 and (trials.loc[ran, "check"] == "ok").all()  # every one checked
+    assert not (trials["status"] == "wrong_result").any()
+    tensorized = [i for i in trials.index if any(
+        inst.kind.name == "Tensorize" and str(inst.attrs[0]) == "dot_16x4_vnni"
+        for inst in run.trial(int(i)).trace.insts)]
+    assert tensorized
+    for trial in (run.best(), run.trial(tensorized[0])):
+        rng = np.random.default_rng(3)
+        data = rng.integers(0, 256, (1, 2, 8, 8, 16), dtype=np.uint8)
+        kernel = rng.integers(-128, 128, (2, 2, 3, 3, 4, 16, 4), dtype=np.int8)
+        got = _run(code.build(trial, session.target), data, kernel,
+                   np.zeros((1, 2, 6, 6, 16), np.int32))
+        np.testing.assert_array_equal(got, _conv_nchwc_int8(data, kernel))
+    assert "vpdpbusd" in code.generated_source(run.trial(tensorized[0]), session.target, "asm")
+
+
 @needs_vnni
 def test_default_session_on_unpacked_int8_dense_is_right(tmp_path: Path) -> None:
     """The trap: tensorized kernels of I8DU read B as if packed and are wrong; the result
