@@ -207,6 +207,7 @@ def test_an_edited_schedule_is_checked_when_remeasured(tmp_path: Path) -> None:
     assert list(trials["status"]) == ["wrong_result", "ok"]
     assert list(trials["check"]) == ["wrong", "ok"] and list(trials["origin"]) == ["edit"] * 2
     assert session.open().best().index == 1  # the plain one
+    assert session.trials_done == 0  # edits are not trials of the search's budget
 
 
 def _tiny_session(tmp_path: Path, workload: Any, **kw: Any) -> Any:

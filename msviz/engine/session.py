@@ -67,7 +67,8 @@ class Session:
         Where the stock JSON database, the sidecar and the logs go (a new temp dir if None).
     max_trials : int
         Trials in total over all tasks, counting those the work dir already holds when
-        resuming. A candidate
+        resuming. Schedules the user edits and measures (:meth:`remeasure`) do not count. A
+        candidate
         that could not be measured for infrastructure reasons (``error_kind="infra"``) is stored
         but does not count; 3 such batches in a row fail the session with
         :class:`msviz.engine.InfrastructureError`.

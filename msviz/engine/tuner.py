@@ -199,7 +199,8 @@ class Tuner:
         self._infra_lines = {r.line for r in records
                              if side.get(r.line, {}).get("error_kind") in UNMEASURED_KINDS}
         self.next_task_trial = len(records)
-        self.trials_done = len(records) - len(self._infra_lines)
+        edits = {r.line for r in records if side.get(r.line, {}).get("origin") == "edit"}
+        self.trials_done = len(records) - len(self._infra_lines | edits)
         ok = [row.mean_latency_us(r.run_secs) / 1e6 for r in records]
         self.best_secs = min((x for x in ok if not math.isnan(x)), default=math.inf)
         medians = [row.median_latency_us(r.run_secs) / 1e3 for r in records]

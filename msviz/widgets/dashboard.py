@@ -382,7 +382,8 @@ class Dashboard(W.VBox):
 
     def _refresh_state(self, *, failed: list | None = None) -> None:
         trials = self._trials()
-        done = len(trials)
+        # trials that count toward max_trials (not infrastructure failures nor the user's edits)
+        done = self.session.trials_done if self.session is not None else len(trials)
         total = self.session.max_trials if self.session is not None else max(done, 1)
         ok = trials["latency_us"].dropna() if len(trials) else []
         best = f"{ok.min():.3f} µs" if len(ok) else "n/a"

@@ -126,11 +126,12 @@ class TraceView(W.VBox):
         self.reset_button.on_click(lambda _b: self.show(self.selection.trial))
         self.measure_button.on_click(lambda _b: self.measure())
         self.selection.observe(lambda c: self.show(c["new"]), names="trial")
-        left = W.VBox([self.editors, W.HBox([self.reset_button, self.measure_button])],
-                      layout=W.Layout(min_width="420px", flex="0 0 420px"))
+        # the status under the buttons: what Measure did shows where it was pressed
+        left = W.VBox([self.editors, W.HBox([self.reset_button, self.measure_button]),
+                       self.status], layout=W.Layout(min_width="420px", flex="0 0 420px"))
         super().__init__([
             self.title, W.HBox([left, W.Box([self.table], layout=W.Layout(flex="1 1 auto"))]),
-            self.intrinsics, self.status, self.error, self.diff,
+            self.intrinsics, self.error, self.diff,
         ])
         self.show(self.selection.trial)
 

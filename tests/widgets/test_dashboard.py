@@ -93,6 +93,8 @@ def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert dash.trace_view.status.value == said
     assert dash.settle()
     assert dash.table.total == 17
+    # the edit is a trial of the table, not one of the search's 16
+    assert session.trials_done == 16 and dash.progress_label.value.startswith("16/16 trials")
     edited = session.trials.iloc[-1]
     assert edited["origin"] == "edit" and edited["status"] == "ok" and edited["latency_us"] > 0
     # every refresh came from the events: the work dir was never read (it was empty at first)
