@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import msviz
+from msviz import compat
 from msviz.engine.measure import cuda_available
 from msviz.records.sidecar import read_sidecar
 
@@ -171,3 +172,25 @@ def test_infra_failures_three_batches_in_a_row_fail_the_session(
     trials = msviz.open(tmp_path / "wd").trials
     assert set(trials["batch"]) == {0, 1, 2}  # stored, then the session stopped trying
     assert trials["error"].str.contains("RPC session to the device was lost").all()
+
+
+def test_an_edit_does_not_count_toward_max_trials(stepped: Any, tmp_path: Path,
+                                                  tiny_session: Any) -> None:
+    done, _ = stepped
+    wd = tmp_path / "wd"
+    shutil.copytree(done.work_dir, wd)
+    session = tiny_session(wd, max_trials=12, resume=True)
+    edit = compat.Schedule(done.workload.mod)  # the workload, its outer loop parallel
+    edit.parallel(edit.get_loops(edit.get_sblock("Z"))[0])
+    result = session.remeasure(edit, repeats=1).result(timeout=300)
+    assert result["new_trial"] and result["line"] == 9 and result["check"] == "ok"
+    assert session.trials_done == 8  # idle: the tuners are set up, the edit not counted
+    session.start()
+    assert session.wait(300) == "finished"
+    trials = msviz.open(wd).trials
+    assert len(trials) == 13 and (trials["origin"] == "edit").sum() == 1
+    assert session.trials_done == 12  # the search measured 4 more, as if there were no edit
+    again = tiny_session(wd, max_trials=12, resume=True)  # and so does a resumed session
+    again.start()
+    assert again.wait(300) == "finished" and again.trials_done == 12
+    assert len(msviz.open(wd).trials) == 13
