@@ -14,19 +14,15 @@ from msviz import compat, workloads
 from msviz.engine import RuleSet
 from msviz.int8_workloads import pack_weight
 from msviz.trace import code
+from tests.engine.conftest import TINY as ENGINE_TINY
 
 HOST = compat.make_target("llvm")
 HAS_VNNI = compat.target_has_features(HOST, ("avx512vnni",))
 needs_vnni = pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX-512 VNNI")
 
-#: Knobs small enough for a 2-core machine shared with other tuning jobs.
-TINY: dict[str, Any] = {
-    "population_size": 16,
-    "init_min_unmeasured": 8,
-    "genetic_num_iters": 1,
-    "evaluator_config": {"number": 2, "repeat": 1, "min_repeat_ms": 0},
-    "seed": 1,
-}
+#: The engine tests' tiny knobs, each time the mean of 2 runs.
+TINY: dict[str, Any] = {**ENGINE_TINY,
+                        "evaluator_config": {"number": 2, "repeat": 1, "min_repeat_ms": 0}}
 
 
 def _dense_inputs(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
