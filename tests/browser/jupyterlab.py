@@ -129,11 +129,13 @@ def stop_session(driver: Any) -> None:
 
 @contextmanager
 def lab_notebook(tmp_path: Path, name: str, cells: list[str], artifacts: Path,
-                 failure_shot: str, *, wait_for_cells: bool = True) -> Iterator[Any]:
+                 failure_shot: str, *, wait_for_cells: bool = True,
+                 stop: bool = False) -> Iterator[Any]:
     """JupyterLab + Chromium on a new notebook ``name`` (in ``tmp_path/lab``) with ``cells``,
     all cells run; yields the driver, saving ``artifacts/failure_shot`` if the body fails.
     ``wait_for_cells=False`` starts the cells and yields at once (for cells that take longer
-    than the driver's 120 s read timeout: poll the page for what they show)."""
+    than the driver's 120 s read timeout: poll the page for what they show). ``stop=True``
+    stops the notebook's ``session`` at the end, whatever happened."""
     from tests.browser.chromium import chromium
 
     root = tmp_path / "lab"
@@ -147,3 +149,6 @@ def lab_notebook(tmp_path: Path, name: str, cells: list[str], artifacts: Path,
         except BaseException:
             driver.save_screenshot(str(artifacts / failure_shot))
             raise
+        finally:
+            if stop:
+                stop_session(driver)

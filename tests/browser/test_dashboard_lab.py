@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.chromium import chromium
-from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, wait, write_notebook
+from tests.browser.jupyterlab import lab_notebook, wait
 
 pytestmark = pytest.mark.browser
 
@@ -54,52 +53,42 @@ def _state(driver) -> str:
 
 
 def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
-    root = tmp_path / "lab"
-    root.mkdir()
-    write_notebook(root, "dashboard.ipynb", CELLS)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(root) as url, chromium(offline=True) as driver:
-        try:
-            run_all_cells(driver, url, "dashboard.ipynb")
-            _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-pause')",
-                  what="the dashboard to render")
-            _wait(driver, "const b = document.querySelector('.msviz-dashboard .msviz-pause');"
-                  "return b && !b.disabled", what="Pause to be enabled")
-            _click(driver, ".msviz-dashboard .msviz-pause")
-            _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
-                  "return e && e.textContent === 'paused'", timeout=240, what="paused")
-            rows_before = _count(driver, ".msviz-tt tbody tr")
-            _click(driver, ".msviz-dashboard .msviz-step-batch")
-            _wait(driver, f"return document.querySelectorAll('.msviz-tt tbody tr').length"
-                  f" >= {rows_before + 8}", timeout=240, what="8 more rows in the table")
-            _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
-                  "return e && e.textContent === 'paused'", timeout=120, what="paused again")
-            assert _count(driver, ".msviz-tt tbody tr") >= rows_before + 8
-            # the plot shows them: open the Plots tab and count the points
-            _open_tab(driver, "Plots")
-            _wait(driver, "return document.querySelectorAll("
-                  "'.msviz-dashboard .js-plotly-plot .scatterlayer .point').length >= 8",
-                  timeout=60, what="the trial points in the plot")
-            # select the first trial and edit one decision in the trace view
-            _open_tab(driver, "Trials")
-            driver.find_element("css selector", ".msviz-tt tbody tr").click()
-            _open_tab(driver, "Trace")
-            _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard select')]"
-                  ".some(s => s.options.length > 1 && s.offsetParent)", timeout=120,
-                  what="decision editors")
-            driver.execute_script(
-                "const s = [...document.querySelectorAll('.msviz-dashboard select')]"
-                ".find(s => s.options.length > 1 && s.offsetParent);"
-                "s.selectedIndex = (s.selectedIndex + 1) % s.options.length;"
-                "s.dispatchEvent(new Event('change', {bubbles: true}));")
-            _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-diff "
-                  "table.diff')", timeout=180, what="the TVMScript diff")
-            page = driver.page_source
-            for bad in BAD_TEXT:
-                assert bad not in page
-            driver.save_screenshot(str(ARTIFACTS / "dashboard.png"))
-        except BaseException:
-            driver.save_screenshot(str(ARTIFACTS / "dashboard-failure.png"))
-            raise
-        finally:
-            stop_session(driver)
+    with lab_notebook(tmp_path, "dashboard.ipynb", CELLS, ARTIFACTS, "dashboard-failure.png",
+                      stop=True) as driver:
+        _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-pause')",
+              what="the dashboard to render")
+        _wait(driver, "const b = document.querySelector('.msviz-dashboard .msviz-pause');"
+              "return b && !b.disabled", what="Pause to be enabled")
+        _click(driver, ".msviz-dashboard .msviz-pause")
+        _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+              "return e && e.textContent === 'paused'", timeout=240, what="paused")
+        rows_before = _count(driver, ".msviz-tt tbody tr")
+        _click(driver, ".msviz-dashboard .msviz-step-batch")
+        _wait(driver, f"return document.querySelectorAll('.msviz-tt tbody tr').length"
+              f" >= {rows_before + 8}", timeout=240, what="8 more rows in the table")
+        _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+              "return e && e.textContent === 'paused'", timeout=120, what="paused again")
+        assert _count(driver, ".msviz-tt tbody tr") >= rows_before + 8
+        # the plot shows them: open the Plots tab and count the points
+        _open_tab(driver, "Plots")
+        _wait(driver, "return document.querySelectorAll("
+              "'.msviz-dashboard .js-plotly-plot .scatterlayer .point').length >= 8",
+              timeout=60, what="the trial points in the plot")
+        # select the first trial and edit one decision in the trace view
+        _open_tab(driver, "Trials")
+        driver.find_element("css selector", ".msviz-tt tbody tr").click()
+        _open_tab(driver, "Trace")
+        _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard select')]"
+              ".some(s => s.options.length > 1 && s.offsetParent)", timeout=120,
+              what="decision editors")
+        driver.execute_script(
+            "const s = [...document.querySelectorAll('.msviz-dashboard select')]"
+            ".find(s => s.options.length > 1 && s.offsetParent);"
+            "s.selectedIndex = (s.selectedIndex + 1) % s.options.length;"
+            "s.dispatchEvent(new Event('change', {bubbles: true}));")
+        _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-diff "
+              "table.diff')", timeout=180, what="the TVMScript diff")
+        page = driver.page_source
+        for bad in BAD_TEXT:
+            assert bad not in page
+        driver.save_screenshot(str(ARTIFACTS / "dashboard.png"))

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.chromium import chromium
-from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, write_notebook
+from tests.browser.jupyterlab import lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 
@@ -133,16 +132,12 @@ def _tab_titles(driver) -> list[str]:
 
 
 def test_every_tab_after_live_session(tmp_path: Path) -> None:
-    root = tmp_path / "lab"
-    root.mkdir()
-    write_notebook(root, "tabs.ipynb", CELLS)
-    ARTIFACTS.mkdir(exist_ok=True)
     report: dict = {}
     toggles: dict = {}
     measured = ""
-    with jupyterlab(root) as url, chromium(offline=True) as driver:
-        try:
-            run_all_cells(driver, url, "tabs.ipynb")
+    try:
+        with lab_notebook(tmp_path, "tabs.ipynb", CELLS, ARTIFACTS, "tabs-failure.png",
+                          stop=True) as driver:
             # the kernel imports this checkout's msviz
             _wait(driver, "return document.querySelector('.jp-OutputArea-output pre')",
                   what="the printed msviz path")
@@ -199,9 +194,6 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
                 for menu in survey["menus"]:
                     assert menu["options"] > 0, (tab, menu)
                 assert survey["errors"] == [], (tab, survey["errors"])
-        except BaseException:
-            driver.save_screenshot(str(ARTIFACTS / "tabs-failure.png"))
-            (ARTIFACTS / "tabs-survey.json").write_text(json.dumps(report, indent=1))
-            raise
-        finally:
-            stop_session(driver)
+    except BaseException:
+        (ARTIFACTS / "tabs-survey.json").write_text(json.dumps(report, indent=1))
+        raise

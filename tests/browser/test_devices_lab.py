@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.chromium import chromium
-from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, write_notebook
+from tests.browser.jupyterlab import lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 from tests.browser.test_dashboard_tabs import _has_data, _survey
@@ -35,37 +34,27 @@ CELLS = [
 
 
 def test_devices_tab_after_a_session_over_rpc(tmp_path: Path) -> None:
-    root = tmp_path / "lab"
-    root.mkdir()
-    write_notebook(root, "devices.ipynb", CELLS)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(root) as url, chromium(offline=True) as driver:
-        try:
-            run_all_cells(driver, url, "devices.ipynb")
-            _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
-                  "return e && e.textContent === 'finished'", timeout=600, what="finished")
-            titles = [t.text for t in driver.find_elements(
-                "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
-            assert titles[-1] == "Devices", titles
-            _open_tab(driver, "Devices")
-            _wait(driver, "return document.querySelectorAll('.msviz-dashboard "
-                  ".js-plotly-plot .barlayer .point').length >= 1", timeout=60, what="bars")
-            time.sleep(1.5)
-            survey = _survey(driver)
-            driver.save_screenshot(str(ARTIFACTS / "tab-devices.png"))
-            (ARTIFACTS / "devices-survey.json").write_text(json.dumps(survey, indent=1))
-            text = driver.execute_script(
-                "return document.querySelector('.msviz-devices').closest('.widget-html')"
-                ".textContent")
-            assert "Tracker" in text and "lab-fleet" in text
-            assert text.count("127.0.0.1:") >= 3  # the tracker and both servers
-            assert [g for g in survey["graphs"] if _has_data(g) and not g["note"]], survey
-            assert survey["errors"] == []
-            page = driver.page_source
-            for bad in BAD_TEXT:
-                assert bad not in page
-        except BaseException:
-            driver.save_screenshot(str(ARTIFACTS / "devices-failure.png"))
-            raise
-        finally:
-            stop_session(driver)
+    with lab_notebook(tmp_path, "devices.ipynb", CELLS, ARTIFACTS, "devices-failure.png",
+                      stop=True) as driver:
+        _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+              "return e && e.textContent === 'finished'", timeout=600, what="finished")
+        titles = [t.text for t in driver.find_elements(
+            "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
+        assert titles[-1] == "Devices", titles
+        _open_tab(driver, "Devices")
+        _wait(driver, "return document.querySelectorAll('.msviz-dashboard "
+              ".js-plotly-plot .barlayer .point').length >= 1", timeout=60, what="bars")
+        time.sleep(1.5)
+        survey = _survey(driver)
+        driver.save_screenshot(str(ARTIFACTS / "tab-devices.png"))
+        (ARTIFACTS / "devices-survey.json").write_text(json.dumps(survey, indent=1))
+        text = driver.execute_script(
+            "return document.querySelector('.msviz-devices').closest('.widget-html')"
+            ".textContent")
+        assert "Tracker" in text and "lab-fleet" in text
+        assert text.count("127.0.0.1:") >= 3  # the tracker and both servers
+        assert [g for g in survey["graphs"] if _has_data(g) and not g["note"]], survey
+        assert survey["errors"] == []
+        page = driver.page_source
+        for bad in BAD_TEXT:
+            assert bad not in page

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import msviz
-from tests.browser.chromium import chromium
-from tests.browser.jupyterlab import jupyterlab, run_all_cells, stop_session, write_notebook
+from tests.browser.jupyterlab import lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 from tests.browser.test_dashboard_tabs import _survey
@@ -45,19 +44,16 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
     trials = run.trials
     ok = trials[trials["status"] == "ok"]
     known = int(ok.groupby("task")["trial"].min().max())  # the estimate is known from here
-    root = tmp_path / "lab"
-    root.mkdir()
-    write_notebook(root, "tasks.ipynb", [
+    cells = [
         "import msviz\n"
         f"run = msviz.open({str(stock_model_work_dir)!r})\n"
         "dash = run.dashboard()\n"
         "dash",
-    ])
-    ARTIFACTS.mkdir(exist_ok=True)
+    ]
     report: dict = {}
-    with jupyterlab(root) as url, chromium(offline=True) as driver:
-        try:
-            run_all_cells(driver, url, "tasks.ipynb")
+    try:
+        with lab_notebook(tmp_path, "tasks.ipynb", cells, ARTIFACTS,
+                          "tab-tasks-failure.png") as driver:
             _wait(driver, "return document.querySelector('.msviz-dashboard .lm-TabBar-tab')",
                   timeout=120, what="the dashboard")
             titles = [t.text for t in driver.find_elements(
@@ -112,9 +108,5 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
             page = driver.page_source
             for bad in BAD_TEXT:
                 assert bad not in page
-        except BaseException:
-            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-failure.png"))
-            raise
-        finally:
-            (ARTIFACTS / "tab-tasks-survey.json").write_text(json.dumps(report, indent=1))
-            stop_session(driver)
+    finally:
+        (ARTIFACTS / "tab-tasks-survey.json").write_text(json.dumps(report, indent=1))
