@@ -18,6 +18,7 @@ __all__ = [
     "Trial",
     "WorkDirError",
     "WorkloadError",
+    "compare",
     "decision_sites",
     "models",
     "open",
@@ -26,3 +27,12 @@ __all__ = [
     "workloads",
 ]
 __version__ = "0.1.0"
+
+
+def compare(*sources, names=None):  # type: ignore[no-untyped-def]
+    """Compare runs side by side (work dirs, Runs or Sessions; the first is the baseline):
+    their best so far on one plot, by trial or wall time, over a summary table. See
+    :func:`msviz.widgets.compare_view.compare`."""
+    from msviz.widgets.compare_view import compare as compare_runs
+
+    return compare_runs(*sources, names=names)

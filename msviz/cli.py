@@ -37,6 +37,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import msviz
+    from msviz.views.compare import compare_info, run_names, summary_frame
+
+    runs = [msviz.open(d) for d in args.work_dirs]
+    names = run_names([Path(d) for d in args.work_dirs])
+    info = compare_info({n: (r.trials, r.tasks) for n, r in zip(names, runs, strict=True)},
+                        workloads={n: [r.workload_key(int(w)) for w in r.tasks["workload"]]
+                                   for n, r in zip(names, runs, strict=True)})
+    print(f"{info.label.replace(' (µs)', '')}, the first run as the baseline:")
+    print(summary_frame(info).to_string(na_rep="-", float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
 def format_task_table(rows: list[dict]) -> str:
     """MetaSchedule's task table (``PrintTuningStatistics``) from :meth:`Session.task_table`."""
     from msviz.engine.scheduler import format_task_table as table
@@ -276,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("work_dir")
     show.add_argument("--top", type=int, default=10)
     show.set_defaults(func=_cmd_show)
+
+    compare = sub.add_parser("compare", help="compare work dirs: best latency, speedup over "
+                             "the first, trials to get within 5%% of the best, wall time")
+    compare.add_argument("work_dirs", nargs="+", metavar="WORK_DIR")
+    compare.set_defaults(func=_cmd_compare)
 
     devices = sub.add_parser("devices", help="print an RPC tracker's servers and queue")
     devices.add_argument("address", metavar="HOST:PORT", help="the tracker, e.g. 127.0.0.1:9190")

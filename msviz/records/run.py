@@ -210,6 +210,14 @@ class Run:
             mods[workload] = compat.Workload.from_json([entry.shash, entry.payload]).mod
         return mods[workload]
 
+    def workload_key(self, workload: int) -> str:
+        """The structural hash MetaSchedule stored for the workload at line index ``workload``
+        (the same workload tuned in two work dirs has the same key, whatever its task name)."""
+        entry = self._workloads[workload]
+        if entry is None:
+            raise WorkDirError(f"workload line {workload + 1} of {self.work_dir} is corrupt")
+        return str(entry.shash)
+
     def _used_workloads(self) -> list[int]:
         return sorted(set(self._records.workload))
 

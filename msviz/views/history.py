@@ -16,6 +16,7 @@ __all__ = [
     "best_so_far_figure",
     "best_so_far_info",
     "seconds_since_first",
+    "trial_seconds",
 ]
 
 _METRICS = {"latency_us": ("Latency (µs)", min), "gflops": ("Throughput (GFLOPS)", max)}
@@ -65,7 +66,7 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
         return HistoryInfo(metric, label, ())
     import numpy as np
 
-    seconds = _seconds(trials)
+    seconds = trial_seconds(trials)
     # running best: fmin/fmax skip NaN (a failed trial) and keep NaN until the first success
     running = np.fmin if better is min else np.fmax
     out = []
@@ -87,7 +88,7 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
     return HistoryInfo(metric, label, tuple(out), PER_TASK_AXIS if per_task else "Trial")
 
 
-def _seconds(trials: pd.DataFrame) -> pd.Series:
+def trial_seconds(trials: pd.DataFrame) -> pd.Series:
     """Seconds since the first trial: msviz's own timestamps, else the log's (1 s resolution)."""
     for column in ("timestamp", "logged_at"):
         if column in trials.columns and trials[column].notna().any():

@@ -23,7 +23,7 @@ import pandas as pd
 
 from msviz.errors import MsvizWarning
 from msviz.views.common import note_figure
-from msviz.views.history import seconds_since_first
+from msviz.views.history import trial_seconds
 
 __all__ = [
     "TASK_TABLE_COLUMNS",
@@ -215,13 +215,6 @@ def end_to_end_info(event: Any) -> EndToEndInfo:
         tuple(str(n) for n in _get(event, "fallback") or ()), _get(event, "error"))
 
 
-def _seconds(trials: pd.DataFrame) -> pd.Series:
-    for column in ("timestamp", "logged_at"):
-        if column in trials.columns and trials[column].notna().any():
-            return seconds_since_first(trials[column])
-    return pd.Series(math.nan, index=trials.index)
-
-
 def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
                        ) -> ModelLatencyInfo:
     """The estimated model latency (sum of weight x best latency) after each trial.
@@ -248,7 +241,7 @@ def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
                                                         for t in listed), e2e)
     weights = {t.name: t.weight for t in listed}
     numbers = trials["trial"].astype(int).tolist()
-    seconds = _seconds(trials).to_numpy(dtype=float).tolist()
+    seconds = trial_seconds(trials).to_numpy(dtype=float).tolist()
     best: dict[str, float] = {}
     estimate: list[float] = []
     known_from = None

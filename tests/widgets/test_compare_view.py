@@ -1,0 +1,43 @@
+"""msviz.compare on real work dirs: a stock tune_tir run and an msviz session of GMM-0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import msviz
+
+
+def test_compare_stock_and_msviz_runs(stock_run: msviz.Run, tuned_session: Any) -> None:
+    view = msviz.compare(stock_run, tuned_session, names=["stock", "msviz"])
+    runs = {"stock": stock_run.trials, "msviz": tuned_session.open().trials}
+    # independently: the running minimum of each run's successful latencies, in trial order
+    for curve, (name, trials) in zip(view.info.runs, runs.items(), strict=True):
+        assert curve.name == name and curve.trial == tuple(range(len(trials)))
+        running = np.fmin.accumulate(trials["latency_us"].to_numpy(dtype=float))
+        np.testing.assert_allclose(curve.best_us, running)
+    finals = {name: np.nanmin(t["latency_us"]) for name, t in runs.items()}
+    summary = {s.name: s for s in view.info.summary}
+    assert summary["stock"].trials == 12 and summary["stock"].failed == 4
+    assert summary["msviz"].trials == 16
+    assert summary["msviz"].speedup == pytest.approx(finals["stock"] / finals["msviz"])
+    assert [t.name for t in view.figure.data] == ["stock", "msviz"]
+    assert view.figure.layout.xaxis.title.text == "Trial"
+    view.x_axis.value = "time"  # the same widget redraws against wall time
+    assert view.figure.layout.xaxis.title.text == "Wall time (s)"
+    assert all(max(t.x) < 600 for t in view.figure.data)  # seconds since each run's start
+    assert "Speedup over stock" in view.table.value and "<td>16</td>" in view.table.value
+
+
+def test_compare_by_work_dir_and_bad_sources(stock_run: msviz.Run, tuned_session: Any) -> None:
+    view = msviz.compare(stock_run.work_dir, str(tuned_session.work_dir))
+    assert [c.name for c in view.info.runs] == [stock_run.work_dir.name,
+                                               tuned_session.work_dir.name]
+    with pytest.raises(TypeError, match="source 1 is a int"):
+        msviz.compare(stock_run, 3)
+    with pytest.raises(ValueError, match="2 different names"):
+        msviz.compare(stock_run, stock_run, names=["a", "a"])
+    with pytest.raises(ValueError, match="at least one"):
+        msviz.compare()
