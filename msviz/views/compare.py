@@ -144,15 +144,16 @@ def summary_frame(info: CompareInfo) -> pd.DataFrame:
 
 
 def compare_figure(info: CompareInfo, *, x: str = "trial") -> Any:
-    """Each run's best so far (a step line) against the trial number or wall time."""
+    """Each run's best so far (a step line) against the trial number or wall time; a log
+    latency axis, so that the last few percent between runs show beside the first trials."""
     import plotly.graph_objects as go
 
     if x not in ("trial", "time"):
         raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
     fig = go.Figure(layout={**_LAYOUT, "title": "Runs compared",
                             "xaxis": {"title": "Trial" if x == "trial" else "Wall time (s)"},
-                            "yaxis": {"title": info.label}})
-    drawn = 0
+                            "yaxis": {"title": info.label, "type": "log"}})
+    drawn, ys = 0, []
     for curve in info.runs:
         xs = curve.trial if x == "trial" else curve.seconds
         points = [(a, b) for a, b in zip(xs, curve.best_us, strict=True)
@@ -160,6 +161,7 @@ def compare_figure(info: CompareInfo, *, x: str = "trial") -> Any:
         if not points:
             continue
         drawn += 1
+        ys += [b for _, b in points]
         fig.add_trace(go.Scatter(x=[a for a, _ in points], y=[b for _, b in points],
                                  mode="lines", line={"shape": "hv", "width": 2},
                                  name=curve.name))
@@ -167,4 +169,9 @@ def compare_figure(info: CompareInfo, *, x: str = "trial") -> Any:
         why = "no timestamps to draw against" if x == "time" and any(
             c.trial for c in info.runs) else "no successful trial in any run yet"
         return note_figure(fig, why)
+    # a margin above and below (plotly fits lines edge to edge: the best run's line would
+    # lie on the axis)
+    lo, hi = math.log10(min(ys)), math.log10(max(ys))
+    pad = 0.06 * (hi - lo) if hi > lo else 0.05
+    fig.update_yaxes(range=[lo - pad, hi + pad])
     return fig

@@ -52,8 +52,10 @@ class CompareView(W.VBox):
         show_figure(self.figure, compare_figure(self.info, x=self.x_axis.value))
 
     def table_html(self) -> str:
-        frame = summary_frame(self.info)
-        return frame.to_html(escape=True, border=0, na_rep="—", float_format=lambda v: f"{v:.4g}")
+        frame = summary_frame(self.info).reset_index()
+        shown = frame.astype(object).where(frame.notna(), "—")  # NaN and <NA> alike
+        return shown.to_html(index=False, escape=True, border=0,
+                             float_format=lambda v: f"{v:.4g}")
 
 
 def compare(*sources: Any, names: list[str] | None = None) -> CompareView:

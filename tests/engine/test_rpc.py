@@ -201,9 +201,12 @@ def test_cli_devices_and_rpc_flag(fleet: LocalFleet, capsys: Any) -> None:
     assert main(["devices", fleet.address]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"tracker {fleet.address}\n")
-    for member in fleet.servers:
-        assert f"127.0.0.1:{member.port}" in out
-    assert "test-rpc                 2     2       0" in out
+    rows = [line.split() for line in out.splitlines()]
+    servers = sorted(f"127.0.0.1:{member.port}" for member in fleet.servers)
+    assert sorted(r[0] for r in rows if r and r[0].startswith("127.0.0.1:")
+                  and r[0] != fleet.address) == servers
+    assert ["key", "total", "free", "pending"] in rows
+    assert ["test-rpc", "2", "2", "0"] in rows  # both servers free, nothing queued
     assert main(["devices", f"127.0.0.1:{free_port()}"]) == 2
     assert "does not answer" in capsys.readouterr().err
     args = build_parser().parse_args(["tune", "GMM-0", "--rpc", "127.0.0.1:9190:cpu-fleet"])

@@ -58,6 +58,9 @@ def test_one_task_runs_compare_their_best_so_far(same: Any) -> None:
     assert [t.name for t in fig.data] == ["stock", "msviz"]
     assert list(fig.data[1].x) == [1, 2, 3] and list(fig.data[1].y) == [50.0, 50.0, 40.0]
     assert fig.layout.yaxis.title.text == "Best latency so far (µs)"
+    assert fig.layout.yaxis.type == "log"
+    lo, hi = fig.layout.yaxis.range  # log10 of 40 and 100, with a margin either side
+    assert lo < math.log10(40.0) < math.log10(100.0) < hi and hi - lo < 0.5
     by_time = compare_figure(info, x="time")
     assert list(by_time.data[0].x) == [0.0, 1.0, 2.5]
     assert by_time.layout.xaxis.title.text == "Wall time (s)"

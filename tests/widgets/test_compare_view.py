@@ -28,7 +28,9 @@ def test_compare_stock_and_msviz_runs(stock_run: msviz.Run, tuned_session: Any) 
     view.x_axis.value = "time"  # the same widget redraws against wall time
     assert view.figure.layout.xaxis.title.text == "Wall time (s)"
     assert all(max(t.x) < 600 for t in view.figure.data)  # seconds since each run's start
-    assert "Speedup over stock" in view.table.value and "<td>16</td>" in view.table.value
+    table = view.table.value
+    assert "Speedup over stock" in table and "<td>msviz</td>" in table and "<td>16</td>" in table
+    assert "NA" not in table and "nan" not in table
 
 
 def test_compare_by_work_dir_and_bad_sources(stock_run: msviz.Run, tuned_session: Any) -> None:
