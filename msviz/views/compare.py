@@ -173,5 +173,16 @@ def compare_figure(info: CompareInfo, *, x: str = "trial") -> Any:
     # lie on the axis)
     lo, hi = math.log10(min(ys)), math.log10(max(ys))
     pad = 0.06 * (hi - lo) if hi > lo else 0.05
-    fig.update_yaxes(range=[lo - pad, hi + pad])
+    fig.update_yaxes(range=[lo - pad, hi + pad], **_log_ticks(lo - pad, hi + pad))
     return fig
+
+
+def _log_ticks(lo: float, hi: float) -> dict:
+    """Ticks at 1, 2 and 5 times a power of ten between ``10**lo`` and ``10**hi``, written
+    out (plotly labels a log axis under two decades with every digit 2..9, a clutter)."""
+    for mantissas in ((1, 2, 5), range(1, 10)):  # every digit only in a narrow range
+        values = [m * 10.0**k for k in range(math.floor(lo) - 1, math.ceil(hi) + 1)
+                  for m in mantissas if lo <= math.log10(m * 10.0**k) <= hi]
+        if len(values) >= 2:
+            return {"tickvals": values, "ticktext": [f"{v:g}" for v in values]}
+    return {}  # narrower still: plotly's own ticks

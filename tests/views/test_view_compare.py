@@ -61,6 +61,8 @@ def test_one_task_runs_compare_their_best_so_far(same: Any) -> None:
     assert fig.layout.yaxis.type == "log"
     lo, hi = fig.layout.yaxis.range  # log10 of 40 and 100, with a margin either side
     assert lo < math.log10(40.0) < math.log10(100.0) < hi and hi - lo < 0.5
+    assert list(fig.layout.yaxis.tickvals) == [50.0, 100.0]  # 1, 2, 5 x 10^k in the range
+    assert list(fig.layout.yaxis.ticktext) == ["50", "100"]
     by_time = compare_figure(info, x="time")
     assert list(by_time.data[0].x) == [0.0, 1.0, 2.5]
     assert by_time.layout.xaxis.title.text == "Wall time (s)"
@@ -97,6 +99,18 @@ def test_runs_of_other_tasks_warn_and_empty_runs_say_why() -> None:
     assert fig.data == () and "no successful trial" in fig.layout.annotations[0].text
     with pytest.raises(ValueError, match="at least one run"):
         compare_info({})
+
+
+def test_log_ticks_are_round_numbers_in_range() -> None:
+    from msviz.views.compare import _log_ticks
+
+    def ticks(a: float, b: float) -> list:
+        return _log_ticks(math.log10(a), math.log10(b)).get("tickvals", [])
+
+    assert ticks(25, 550) == [50, 100, 200, 500]
+    assert ticks(0.3, 3) == [0.5, 1, 2]
+    assert ticks(35, 75) == [40, 50, 60, 70]  # no two of 1, 2, 5 x 10^k: every digit
+    assert ticks(41, 44) == []  # plotly's own
 
 
 def test_run_names_tell_work_dirs_apart() -> None:
