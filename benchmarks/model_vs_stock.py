@@ -110,7 +110,7 @@ def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, wo
     import tvm.s_tir.tensor_intrin  # noqa: F401 - the one-time import, before timing
 
     from msviz import compat, models
-    from msviz.engine.end_to_end import check_model
+    from msviz.check.model import check_model
 
     compat.quiet_ipython_printing()
     target = compat.make_target("llvm", num_cores=threads)

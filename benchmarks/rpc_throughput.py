@@ -24,7 +24,7 @@ import time
 
 def _batch(n: int, seed: int) -> tuple[list, list]:
     from msviz import compat
-    from msviz.engine.rules import RuleSet
+    from msviz.space_generator.rules import RuleSet
     from msviz.workloads import resolve
 
     workload = resolve("GMM-0")
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     opts = parser.parse_args()
 
-    from msviz.engine.measure import Measurer
+    from msviz.engine.measure.measurer import Measurer
     from msviz.fleet import LocalFleet
 
     evaluator = {"number": 1, "repeat": 1, "min_repeat_ms": 0}

@@ -1,11 +1,15 @@
 """msviz: see and steer TVM MetaSchedule tuning from Jupyter."""
 
-from msviz import models, workloads
-from msviz.engine import RuleSet, Session
-from msviz.engine.py_strategy import search_strategy as search_strategy
+from typing import Any
+
+from msviz import hooks, models, workloads
+from msviz.engine import Session
+from msviz.engine.measure.rpc import rpc
+from msviz.engine.search import search_strategy
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
+from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
 
 __all__ = [
@@ -19,9 +23,12 @@ __all__ = [
     "WorkDirError",
     "WorkloadError",
     "compare",
+    "dashboard",
     "decision_sites",
     "models",
     "open",
+    "rpc",
+    "search_strategy",
     "trace_rows",
     "with_decisions",
     "workloads",
@@ -29,10 +36,26 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def compare(*sources, names=None):  # type: ignore[no-untyped-def]
+def dashboard(source: Any, **options: Any) -> Any:
+    """A notebook dashboard of a :class:`Session` (live: controls, progress, views) or a
+    :class:`Run` (a finished or stock work dir). ``session.dashboard()`` and
+    ``run.dashboard()`` call this.
+
+    The widgets are imported here, on first use: they are heavy (ipywidgets, plotly,
+    anywidget: about a second) and the CLI and the engine never need them.
+    """
+    from msviz.widgets import Dashboard  # heavy: ipywidgets, plotly, anywidget
+
+    return Dashboard(source, **options)
+
+
+def compare(*sources: Any, names: Any = None) -> Any:
     """Compare runs side by side (work dirs, Runs or Sessions; the first is the baseline):
     their best so far on one plot, by trial or wall time, over a summary table. See
-    :func:`msviz.widgets.compare_view.compare`."""
-    from msviz.widgets.compare_view import compare as compare_runs
+    :func:`msviz.widgets.compare_view.compare` (imported on first use: widgets are heavy)."""
+    from msviz.widgets.compare_view import compare as compare_runs  # heavy: the widgets
 
     return compare_runs(*sources, names=names)
+
+
+hooks.register_dashboard(dashboard)

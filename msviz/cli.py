@@ -7,17 +7,25 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from msviz.engine import Session
+import msviz
+from msviz.compat import describe_target
+from msviz.engine import Session
+from msviz.engine.measure import rpc
+from msviz.engine.measure.rpc import parse_rpc
+from msviz.engine.task_scheduler.scheduler import format_task_table as table
+from msviz.errors import MsvizError, MsvizWarning
+from msviz.records.row import gflops
+from msviz.report import write_report
+from msviz.views import task_table_info
+from msviz.views.compare import compare_info, run_names, summary_frame
+from msviz.views.devices import devices_info, devices_text
 
 __all__ = ["Progress", "format_task_table", "main"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from msviz.report import write_report
-
     out = Path(args.output or Path(args.work_dir) / "report.html")
     write_report(args.work_dir, out)
     print(f"wrote {out}")
@@ -25,9 +33,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    import msviz
-    from msviz.views import task_table_info
-
     run = msviz.open(args.work_dir)
     print(task_table_info(run.tasks).frame.reset_index().to_string(index=False))
     ok = run.trials[run.trials["status"] == "ok"]
@@ -38,9 +43,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    import msviz
-    from msviz.views.compare import compare_info, run_names, summary_frame
-
     runs = [msviz.open(d) for d in args.work_dirs]
     names = run_names([Path(d) for d in args.work_dirs])
     info = compare_info({n: (r.trials, r.tasks) for n, r in zip(names, runs, strict=True)},
@@ -53,8 +55,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def format_task_table(rows: list[dict]) -> str:
     """MetaSchedule's task table (``PrintTuningStatistics``) from :meth:`Session.task_table`."""
-    from msviz.engine.scheduler import format_task_table as table
-
     return table(rows)
 
 
@@ -73,8 +73,6 @@ class Progress:
         self._drawn = False
 
     def line(self) -> str:
-        from msviz.records.row import gflops
-
         session = self.session
         best_us = session.best_secs * 1e6
         if best_us == float("inf"):
@@ -127,9 +125,6 @@ def stage_text(events: list, state: str) -> str:
 
 
 def _tune(args: argparse.Namespace, **knobs: object) -> int:
-    from msviz.engine import Session
-    from msviz.report import write_report
-
     evaluator = {"number": 3, "repeat": 1, "min_repeat_ms": args.min_repeat_ms}
     extra = {}
     if getattr(args, "trials_per_task", None) is not None:
@@ -140,8 +135,6 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
                       max_trials=args.trials, trials_per_batch=args.batch, seed=args.seed,
                       strategy=args.strategy, preset=args.preset, resume=args.resume,
                       evaluator_config=evaluator, **extra, **_runner(args), **knobs)
-    from msviz.compat import describe_target
-
     if session.model is not None:
         model = session.model
         print(f"msviz: tuning model {model.name} ({model.description}): {len(session.tasks)} "
@@ -202,15 +195,10 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
 
 
 def _runner(args: argparse.Namespace) -> dict:
-    from msviz.engine.rpc import parse_rpc
-
     return {"runner": parse_rpc(args.rpc)} if getattr(args, "rpc", None) else {}
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
-    from msviz.engine import rpc
-    from msviz.views.devices import devices_info, devices_text
-
     spec = rpc.rpc(args.address, key=args.key or "-")
     try:
         status = rpc.status_event(rpc.tracker_status(spec.tracker, spec.key), spec)
@@ -305,8 +293,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``msviz`` console script."""
-    from msviz.errors import MsvizError, MsvizWarning
-
     args = build_parser().parse_args(argv)
     with warnings.catch_warnings():
         warnings.simplefilter("always", MsvizWarning)

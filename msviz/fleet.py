@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from msviz import compat
+from msviz.engine.measure.rpc import TrackerError, rpc, tracker_status
 from msviz.errors import MsvizError
 
 __all__ = ["FleetError", "FleetMember", "LocalFleet", "free_port"]
@@ -199,8 +200,6 @@ class LocalFleet:
     def wait_for_servers(self, count: int, timeout: float | None = None) -> float:
         """Wait until the tracker lists exactly ``count`` servers under the key; returns the
         seconds waited. Raises :class:`FleetError` after ``timeout`` (default: ``wait``)."""
-        from msviz.engine.rpc import TrackerError, tracker_status
-
         start = time.monotonic()
         limit = self.wait if timeout is None else float(timeout)
         last = None
@@ -257,8 +256,6 @@ class LocalFleet:
 
     def runner(self, **options: Any) -> Any:
         """``msviz.rpc(self.address, key=self.key, **options)``: a runner for a Session."""
-        from msviz.engine.rpc import rpc
-
         return rpc(self.address, key=self.key, **options)
 
     def pids(self) -> list[int]:

@@ -25,7 +25,7 @@ LANES, BYTES = 16, 4
 
 
 def _te() -> Any:
-    from tvm import te
+    from tvm import te  # heavy: imported when an int8 workload is first built
 
     return te
 

@@ -22,6 +22,7 @@ import tvm
 
 from msviz import compat
 from msviz.errors import WorkloadError
+from msviz.workloads import Workload, flop_count
 
 __all__ = [
     "MODELS",
@@ -109,8 +110,6 @@ class Model:
 
     def extract_tasks(self, target: Any) -> list[ModelTask]:
         """MetaSchedule's tasks of the lowered model (``relax_integration.extract_tasks``)."""
-        from msviz.workloads import Workload, flop_count
-
         target = compat.make_target(target)
         lowered = self.lower(target)
         extracted = compat.ms.relax_integration.extract_tasks(lowered, target)

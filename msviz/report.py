@@ -19,6 +19,7 @@ from msviz.views import (
     task_table_info,
     trial_table_info,
 )
+from msviz.views import tasks as model_views
 
 __all__ = ["render_report", "write_report"]
 
@@ -70,8 +71,6 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
     run, and the end-to-end result when there is one."""
     import plotly.io as pio
 
-    from msviz.views import tasks as model_views
-    from msviz.widgets.tasks_view import end_to_end_html
 
     info = model_views.tasks_info(run.tasks, run.trials)
     frame = info.frame.drop(columns=["Gradient", "Next"])
@@ -92,7 +91,7 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
         plotly_js = False
     if latency.end_to_end is not None:
-        parts.append(end_to_end_html(latency.end_to_end))
+        parts.append(model_views.end_to_end_html(latency.end_to_end))
     return parts
 
 

@@ -14,10 +14,11 @@ from typing import Any
 
 import tvm
 
+from msviz import int8_workloads
 from msviz.compat import normalize_mod, tir
 from msviz.errors import WorkloadError
 
-__all__ = ["Workload", "catalogue", "flop_count", "get", "models", "resolve"]
+__all__ = ["Workload", "catalogue", "flop_count", "get", "resolve"]
 
 #: What each catalogue name computes (MetaSchedule's abbreviations).
 DESCRIPTIONS = {
@@ -45,6 +46,7 @@ INT8 = ("I8DP", "I8DU", "I8C2D")
 
 
 def _te_workload() -> Any:
+    # heavy (MetaSchedule's testing package): imported when a catalogue workload is first built
     from tvm.s_tir.meta_schedule.testing import te_workload
 
     return te_workload
@@ -52,8 +54,6 @@ def _te_workload() -> Any:
 
 def _configs() -> dict[str, tuple[Any, list[tuple]]]:
     """te_workload's CONFIGS plus msviz's int8 workloads: name -> (te function, sizes)."""
-    from msviz import int8_workloads
-
     return {**_te_workload().CONFIGS, **int8_workloads.CONFIGS}
 
 
@@ -61,14 +61,6 @@ def catalogue() -> dict[str, list[tuple]]:
     """Every catalogue name with its list of size tuples (the ``index`` picks one)."""
     configs = _configs()
     return {name: list(configs[name][1]) for name in DESCRIPTIONS if name in configs}
-
-
-def models() -> dict[str, str]:
-    """The model catalogue (every task tuned in one ``msviz.Session("mlp")``): name -> what
-    it is. See :mod:`msviz.models`."""
-    from msviz.models import catalogue as model_catalogue
-
-    return model_catalogue()
 
 
 def flop_count(mod: tvm.IRModule) -> float:

@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from msviz.engine.rpc import tracker_status
+from msviz.engine.measure.rpc import tracker_status
 from msviz.fleet import FleetError, LocalFleet
 
 

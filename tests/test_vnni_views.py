@@ -13,8 +13,8 @@ import pytest
 import msviz
 from msviz import compat
 from msviz.engine import RuleSet
+from msviz.space_generator import design_spaces_and_warnings
 from msviz.trace import code
-from msviz.trace.spaces import design_spaces_and_warnings
 from msviz.trace.tensorize import (
     IntrinsicInfo,
     TensorizeInfo,

@@ -1,12 +1,12 @@
-"""The tuning engine: a Session in a worker thread, step-able evolutionary search, events."""
+"""The tuning engine: a Session in a worker thread (``control``), the step-able search
+(``search``), measurement (``measure``) and the task loop (``task_scheduler``), told as events."""
 
 from msviz.engine.events import EVENT_KINDS, Event, EventLog
-from msviz.engine.evolution import EvolutionarySearch
 from msviz.engine.measure import Measurer
-from msviz.engine.presets import PRESETS, SearchKnobs
-from msviz.engine.rules import RuleError, RuleSet, RuleSpec
+from msviz.engine.search import PRESETS, EvolutionarySearch, SearchKnobs
 from msviz.engine.session import STATES, Session, SessionStateError
-from msviz.engine.tuner import InfrastructureError
+from msviz.engine.task_scheduler import InfrastructureError
+from msviz.space_generator import RuleError, RuleSet, RuleSpec
 
 __all__ = [
     "EVENT_KINDS",

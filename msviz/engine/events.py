@@ -33,9 +33,10 @@ Fields of the main kinds (every task event also has ``task_index``):
   ``run_secs``, ``latency_us``, ``error_kind`` (None, ``"build"``, ``"run"`` or ``"infra"``),
   ``error``, ``shash`` and the lineage: ``design_space``, ``origin``, ``parent``, ``mutator``,
   ``iteration``, ``ancestor_line``, ``pick``, ``predicted_score``
-  (see :func:`msviz.engine.callbacks.add_to_database`); over RPC also ``device`` (the server's
-  ``"host:port"``), and ``error_kind`` may be ``"device_lost"``.
-* ``devices`` / ``waiting_for_devices`` (over RPC, :mod:`msviz.engine.rpc`): ``tracker``, ``key``,
+  (see :func:`msviz.engine.measure.callbacks.add_to_database`); over RPC also ``device``
+  (the server's ``"host:port"``), and ``error_kind`` may be ``"device_lost"``.
+* ``devices`` / ``waiting_for_devices`` (over RPC, :mod:`msviz.engine.measure.rpc`): ``tracker``,
+  ``key``,
   ``total`` / ``free`` / ``pending`` (servers under the key), ``servers``, ``queue``, ``error``;
   ``waiting_for_devices`` adds ``waited`` and ``wait_timeout`` (the session's state is
   ``"waiting"``).

@@ -115,6 +115,15 @@ class LiveRun(Run):
     def __len__(self) -> int:
         return self._size
 
+    def name_workload(self, workload: int, *, task: str, flop: float, weight: int) -> None:
+        """Say which task a workload index of the database is (its name, FLOP count and weight
+        in the model); a workload already named keeps what it was told first."""
+        with self._lock:
+            self._task_names.setdefault(workload, task)
+            self._flops.setdefault(workload, float(flop))
+            self._weights.setdefault(workload, weight)
+            self._tasks = None
+
     # -- events ---------------------------------------------------------------------------------
 
     def feed(self, event: Any, *, workload: int | None = None) -> None:

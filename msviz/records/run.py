@@ -13,13 +13,15 @@ from typing import Any
 
 import pandas as pd
 
-from msviz import compat
+from msviz import compat, hooks
+from msviz.check.schedule import check_schedule
 from msviz.errors import WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
+from msviz.workloads import flop_count
 
 __all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir",
            "tasks_frame"]
@@ -96,7 +98,7 @@ class Trial:
 
         Works on any work dir (stock ``tune_tir`` ones too): the schedule is replayed from the
         stored trace, the reference is the stored workload built by TVM for the record's
-        target (see :mod:`msviz.engine.check`).
+        target (see :mod:`msviz.check.schedule`).
 
         Parameters
         ----------
@@ -109,11 +111,9 @@ class Trial:
 
         Returns
         -------
-        result : msviz.engine.check.CheckResult
+        result : msviz.check.CheckResult
             ``ok``, ``max_abs_diff``, ``detail`` (and ``outcome``: ok, wrong or error).
         """
-        from msviz.engine.check import check_schedule  # the records layer stays engine-free
-
         record = self.record
         target = record.target if record.target is not None else compat.make_target("llvm")
         return check_schedule(self.mod, record.workload.mod, target, inputs=inputs, rtol=rtol,
@@ -229,8 +229,6 @@ class Run:
         tie only what that leaves over (two tasks can share a FLOP count: ``matmul`` and
         ``matmul1`` of a model, say).
         """
-        from msviz.workloads import flop_count
-
         used = self._used_workloads()
         flops = {w: flop_count(self.workload_mod(w)) for w in used}
         logs_dir = self.work_dir / "logs"
@@ -412,10 +410,9 @@ class Run:
             ) from None
 
     def dashboard(self) -> Any:
-        """A notebook dashboard of this run (trials table, plots, trace and code views)."""
-        from msviz.widgets import Dashboard  # widgets stay out of the records layer's imports
-
-        return Dashboard(self)
+        """A notebook dashboard of this run (trials table, plots, trace and code views); the same
+        as ``msviz.dashboard(run)``."""
+        return hooks.dashboard(self)
 
     def __len__(self) -> int:
         return len(self.trials)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import inspect
 
+from msviz.compat import Schedule, tir_schedule
+
 __all__ = ["GLOSSARY", "explain", "glossary", "registered_kinds"]
 
 #: Instruction kind name -> one-line explanation.
@@ -96,8 +98,6 @@ def explain(kind: object) -> str:
 
 def _candidate_names() -> set[str]:
     """Kind names derived from the Schedule's methods (``compute_at`` -> ``ComputeAt``)."""
-    from msviz.compat import Schedule
-
     fixes = {"Sblock": "SBlock", "Rfactor": "RFactor", "Reindex": "ReIndex", "Dtype": "DType"}
     names = set(GLOSSARY)
     for method, _ in inspect.getmembers(Schedule, callable):
@@ -123,8 +123,6 @@ def registered_kinds() -> list[str]:
     kinds : list of str
         Sorted kind names.
     """
-    from msviz.compat import tir_schedule
-
     found = []
     for name in sorted(_candidate_names()):
         try:

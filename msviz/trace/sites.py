@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz import compat
+from msviz.trace.replay_errors import replay_error
 from msviz.trace.rows import decision_value, is_sampling, rv_names
-from msviz.trace.source import resolve_trace
+from msviz.trace.source import fresh_schedule, resolve_trace
 
 __all__ = [
     "EDITABLE_KINDS",
@@ -222,11 +223,6 @@ def site_info(sch: Any, kind: str, inputs: Any, attrs: Any) -> dict:
 # -- replaying with a hook -------------------------------------------------------------------
 
 
-def fresh_schedule(mod: Any, *, seed: int = 1) -> Any:
-    """A schedule of ``mod`` for replaying a trace (no debug checks, short error messages)."""
-    return compat.Schedule(mod, seed=seed, debug_mask=0, error_render_level="detail")
-
-
 def _users(trace: Any) -> dict[int, tuple[int, ...]]:
     """Instruction index -> indices of the later instructions that use its outputs."""
     insts = list(trace.insts)
@@ -279,8 +275,6 @@ def decision_sites(obj: Any, mod: Any = None) -> list[DecisionSite]:
     msviz.DecisionError
         When the trace cannot be replayed on ``mod``.
     """
-    from msviz.trace.replay import replay_error
-
     trace, base = resolve_trace(obj, mod)
     insts = list(trace.insts)
     index_of = {inst: i for i, inst in enumerate(insts)}

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import tvm
 
-from msviz import compat
+from msviz import compat, workloads
 
 __all__ = ["TraceSource", "resolve_mod", "resolve_trace"]
 
@@ -45,8 +45,6 @@ def resolve_mod(mod: Any) -> tvm.IRModule:
     mod : tvm.IRModule
         Normalized the way MetaSchedule keys its database (one PrimFunc named ``main``).
     """
-    from msviz import workloads
-
     if isinstance(mod, tvm.IRModule):
         funcs = [f for _, f in mod.functions_items() if isinstance(f, compat.tir.PrimFunc)]
         if len(funcs) == 1 and "main" in [gv.name_hint for gv in mod.get_global_vars()]:
@@ -106,3 +104,8 @@ def resolve_trace(obj: Any, mod: Any = None, *, need_mod: bool = True) -> TraceS
             "IRModule before scheduling> (a Trial, a TuningRecord or a Replay carries its own)"
         )
     return TraceSource(trace, own_mod)
+
+
+def fresh_schedule(mod: Any, *, seed: int = 1) -> Any:
+    """A schedule of ``mod`` for replaying a trace (no debug checks, short error messages)."""
+    return compat.Schedule(mod, seed=seed, debug_mask=0, error_render_level="detail")

@@ -1,8 +1,9 @@
 """Design spaces and trial decisions as plain data, read from TVM below the views.
 
-:func:`generate_design_spaces` runs the schedule rules on a workload; :func:`trial_decisions`
-reads the decisions of a run's fastest trials from their traces; :func:`space_of` finds the
-design space a trace was sampled from. The views turn these into infos without touching TVM.
+:class:`DesignSpace` is a generated space as data (:mod:`msviz.space_generator` makes them);
+:func:`trial_decisions` reads the decisions of a run's fastest trials from their traces;
+:func:`space_of` finds the design space a trace was sampled from. The views turn these into
+infos without touching TVM.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 __all__ = [
-    "DesignSpace", "design_spaces_and_warnings", "generate_design_spaces", "space_key",
-    "space_of", "trial_decisions",
+    "DesignSpace", "space_key", "space_of", "trial_decisions",
 ]
 
 _DECISION = re.compile(r",? ?decision=.*\)$")
@@ -29,58 +29,6 @@ class DesignSpace(NamedTuple):
     trace: tuple[str, ...]  # its trace as Python lines (postprocs removed)
     sites: tuple[tuple[int, str, int], ...]  # (instruction index, kind, valid choice count)
     script: str  # its IRModule (with the space's sampled decisions) as TVMScript
-
-
-def generate_design_spaces(mod: Any, target: Any = "llvm", rules: Any = None
-                           ) -> list[DesignSpace]:
-    """The design spaces of ``mod`` under ``rules`` (see :func:`design_spaces_and_warnings`)."""
-    return design_spaces_and_warnings(mod, target, rules)[0]
-
-
-def design_spaces_and_warnings(mod: Any, target: Any = "llvm", rules: Any = None
-                               ) -> tuple[list[DesignSpace], list[str]]:
-    """The design spaces of ``mod`` under ``rules`` (MetaSchedule's PostOrderApply).
-
-    Parameters
-    ----------
-    mod : IRModule | Workload | str
-        The workload.
-    target : str | Target
-        Target of the rules.
-    rules : RuleSet, optional
-        Schedule rules, postprocs and mutators (default: the target's defaults).
-
-    Returns
-    -------
-    spaces, warnings : list of DesignSpace, list of str
-        The warnings say why a tensor intrinsic the rules name was not used (it does not exist,
-        the target lacks its instructions, or no block of the workload matches it), as a
-        session's ``warning`` events do.
-    """
-    from msviz import compat
-    from msviz.engine.rules import RuleSet
-    from msviz.trace.sites import decision_sites
-    from msviz.workloads import resolve
-
-    workload = resolve(mod)
-    target = compat.make_target(target)
-    from msviz.engine.intrinsics import unused
-
-    rules = rules or RuleSet.default(target)
-    ctx = compat.ms.TuneContext(mod=workload.mod, target=target,
-                                space_generator=rules.space_generator(target), num_threads=1)
-    schedules = list(ctx.generate_design_space())
-    skipped = list(rules.skipped)
-    offered = [i for i in rules.intrinsics() if not any(repr(i) in m for m in skipped)]
-    spaces = [
-        DesignSpace(
-            k, tuple(sch.trace.as_python(remove_postproc=True)),
-            tuple((s.index, s.kind, s.count) for s in decision_sites(sch, workload.mod)),
-            sch.mod.script(),
-        )
-        for k, sch in enumerate(schedules)
-    ]
-    return spaces, skipped + unused(offered, schedules, workload)
 
 
 def space_key(trace: Any) -> tuple[str, ...]:

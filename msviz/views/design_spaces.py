@@ -1,7 +1,7 @@
 """Design spaces the schedule rules produce: trace, decision sites, size, IRModule; and which
 spaces appear or disappear after a rule edit.
 
-Pure: the spaces come from :func:`msviz.trace.spaces.generate_design_spaces`.
+Pure: the spaces come from :func:`msviz.space_generator.generate_design_spaces`.
 """
 
 from __future__ import annotations
@@ -76,11 +76,11 @@ def design_space_info(spaces: Iterable[Any], warnings: Iterable[str] = ()) -> De
     Parameters
     ----------
     spaces : iterable of DesignSpace
-        From :func:`msviz.trace.spaces.generate_design_spaces` (``index``, ``trace`` as
+        From :func:`msviz.space_generator.generate_design_spaces` (``index``, ``trace`` as
         Python lines, ``sites`` as ``(instruction, kind, choices)``, ``script``).
     warnings : iterable of str
         Why a tensor intrinsic was not used (from
-        :func:`msviz.trace.spaces.design_spaces_and_warnings`).
+        :func:`msviz.space_generator.design_spaces_and_warnings`).
     """
     return DesignSpaceInfo(tuple(
         SpaceInfo(

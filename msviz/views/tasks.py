@@ -14,6 +14,7 @@ any build of it can be. ``ModelLatencyInfo.known_from`` says from which trial it
 
 from __future__ import annotations
 
+import html
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,6 +32,7 @@ __all__ = [
     "ModelLatencyInfo",
     "TaskTrials",
     "TasksInfo",
+    "end_to_end_html",
     "end_to_end_info",
     "model_latency_figure",
     "model_latency_info",
@@ -318,3 +320,27 @@ def task_trials_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
                                  mode="lines+markers", line={"shape": "hv"},
                                  marker={"size": 5}, name=t.name))
     return fig
+
+
+def end_to_end_html(info: EndToEndInfo | None) -> str:
+    """The end-to-end result in one line ("" before there is one)."""
+    if info is None:
+        return ""
+    if info.error:
+        return (f"<div class='msviz-e2e' style='color:#b00020'><b>End to end</b>: "
+                f"{html.escape(info.error)}</div>")
+    parts = []
+    if info.untuned_us is not None:
+        parts.append(f"untuned {info.untuned_us:.3f} µs")
+    if info.tuned_us is not None:
+        parts.append(f"tuned {info.tuned_us:.3f} µs")
+    if info.speedup is not None:
+        parts.append(f"speed-up {info.speedup:.2f}x")
+    if info.match is not None:
+        parts.append("outputs match" if info.match else
+                     f"<b style='color:#b00020'>outputs differ</b> (max |diff| "
+                     f"{info.max_abs_diff:.3g})")
+    if info.fallback:
+        parts.append("untuned kernels (no tuned record): "
+                     + ", ".join(html.escape(n) for n in info.fallback))
+    return f"<div class='msviz-e2e'><b>End to end</b>: {' · '.join(parts)}</div>"

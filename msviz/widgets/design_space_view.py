@@ -8,7 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.trace.spaces import design_spaces_and_warnings
+from msviz.space_generator import design_spaces_and_warnings
 from msviz.views.design_spaces import DesignSpaceInfo, design_space_info, space_changes
 from msviz.widgets.common import ErrorArea, code_html
 

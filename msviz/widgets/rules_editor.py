@@ -35,7 +35,7 @@ def _param_value(widget: W.Widget, original: Any, rule: str, name: str) -> Any:
     try:
         return json.loads(widget.value)
     except ValueError as err:
-        from msviz.engine.rules import RuleError
+        from msviz.space_generator.rules import RuleError
 
         raise RuleError(f"rule {rule}: parameter {name}: {widget.value!r} is not JSON ({err})")\
             from None

@@ -90,30 +90,6 @@ def table_html(info: V.TasksInfo, *, focus: str | None = None) -> str:
     )
 
 
-def end_to_end_html(info: V.EndToEndInfo | None) -> str:
-    """The end-to-end result in one line ("" before there is one)."""
-    if info is None:
-        return ""
-    if info.error:
-        return (f"<div class='msviz-e2e' style='color:#b00020'><b>End to end</b>: "
-                f"{html.escape(info.error)}</div>")
-    parts = []
-    if info.untuned_us is not None:
-        parts.append(f"untuned {info.untuned_us:.3f} µs")
-    if info.tuned_us is not None:
-        parts.append(f"tuned {info.tuned_us:.3f} µs")
-    if info.speedup is not None:
-        parts.append(f"speed-up {info.speedup:.2f}x")
-    if info.match is not None:
-        parts.append("outputs match" if info.match else
-                     f"<b style='color:#b00020'>outputs differ</b> (max |diff| "
-                     f"{info.max_abs_diff:.3g})")
-    if info.fallback:
-        parts.append("untuned kernels (no tuned record): "
-                     + ", ".join(html.escape(n) for n in info.fallback))
-    return f"<div class='msviz-e2e'><b>End to end</b>: {' · '.join(parts)}</div>"
-
-
 class TasksView(W.VBox):
     """The Tasks tab of a model: table, model latency, trials per task, end to end.
 
@@ -186,7 +162,7 @@ class TasksView(W.VBox):
                 self.focus.options = names
                 self.focus.value = keep
         self._draw_table()
-        self.end_to_end.value = end_to_end_html(
+        self.end_to_end.value = V.end_to_end_html(
             None if data["end_to_end"] is None else V.end_to_end_info(data["end_to_end"]))
         self._draw_figures()
 

@@ -18,14 +18,14 @@ import pytest
 
 import msviz
 from msviz import compat, workloads
-from msviz.engine.check import (
+from msviz.check.schedule import (
     CheckResult,
-    ResultChecker,
     compare,
     default_tolerance,
     random_inputs,
 )
-from msviz.engine.measure import Measurer, MeasureResult
+from msviz.engine.measure.check import ResultChecker
+from msviz.engine.measure.measurer import Measurer, MeasureResult
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
 from msviz.report import render_report

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from msviz import compat
-from msviz.engine.evolution import Candidate, EvolutionarySearch
-from msviz.engine.presets import PRESETS, SearchKnobs, knobs_for
+from msviz.engine.search.evolution import Candidate, EvolutionarySearch
+from msviz.engine.search.presets import PRESETS, SearchKnobs, knobs_for
 
 
 def test_stock_preset_equals_metaschedule_defaults() -> None:
@@ -78,7 +78,7 @@ def test_eps_greedy_random_picks_per_batch_of_16(preset: str, eps: float, expect
 
 
 def test_nan_scores_count_as_zero() -> None:
-    from msviz.engine.evolution import normalized_scores
+    from msviz.engine.search.evolution import normalized_scores
 
     got = normalized_scores([float("nan"), -1.0, 0.5, 0.0, 3.0])
     assert got.tolist() == [0.0, 0.0, 0.5, 0.0, 3.0]

@@ -15,11 +15,11 @@ import pytest
 import tvm
 
 from msviz import compat
-from msviz.engine.measure import Measurer
+from msviz.engine.measure.measurer import Measurer
 
 PROBE = (
     "from msviz import compat\n"
-    "from msviz.engine.measure import Measurer\n"
+    "from msviz.engine.measure.measurer import Measurer\n"
     "m = Measurer(compat.make_target('llvm', num_cores=2))\n"
     "import tvm\n"
     "print(tvm.runtime.num_threads(), m.runner.pool.submit(tvm.runtime.num_threads).result())\n"

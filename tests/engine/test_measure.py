@@ -10,7 +10,7 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.engine.measure import cuda_available
+from msviz.engine.measure.measurer import cuda_available
 from msviz.records.sidecar import read_sidecar
 
 
@@ -83,7 +83,7 @@ def test_watchdog_replaces_a_runner_that_stops_answering() -> None:
     import signal
 
     from msviz import compat, workloads
-    from msviz.engine.measure import Measurer
+    from msviz.engine.measure.measurer import Measurer
 
     wl = workloads.get("GMM-0")
     sch = compat.Schedule(wl.mod)

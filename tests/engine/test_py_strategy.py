@@ -20,8 +20,8 @@ import pytest
 
 import msviz
 from msviz import compat, workloads
-from msviz.engine.candidates import decisions_of
-from msviz.engine.py_strategy import MsvizSearchStrategy, search_strategy
+from msviz.engine.search.candidates import decisions_of
+from msviz.engine.search.py_strategy import MsvizSearchStrategy, search_strategy
 
 ms = compat.ms
 WORKLOAD = "GMM-0"  # Z = X @ Y, 1x128x128 float32: 3 design spaces on llvm

@@ -11,8 +11,9 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.engine import rpc as rpc_mod
-from msviz.engine.rpc import NoDevicesError, RPCSpec, parse_rpc, rpc
+from msviz.engine.measure import rpc as rpc_mod
+from msviz.engine.measure import tracker
+from msviz.engine.measure.rpc import NoDevicesError, RPCSpec, parse_rpc, rpc
 from msviz.errors import MsvizWarning
 from msviz.fleet import LocalFleet, free_port
 from msviz.records import database as db_files
@@ -57,7 +58,7 @@ def test_rpc_spec_checks_and_warns(tiny_session: Any) -> None:
 
 
 def test_a_stock_rpc_runner_is_watched_like_a_spec(fleet: LocalFleet) -> None:
-    cfg = compat.rpc_config("127.0.0.1", fleet.tracker_port, "test-rpc", session_timeout=30)
+    cfg = tracker.rpc_config("127.0.0.1", fleet.tracker_port, "test-rpc", session_timeout=30)
     runner = compat.ms.runner.RPCRunner(rpc_config=cfg)
     try:
         assert rpc_mod.fleet_of(runner) == RPCSpec("127.0.0.1", fleet.tracker_port,

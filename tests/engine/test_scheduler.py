@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from msviz.engine.scheduler import (
+from msviz.engine.task_scheduler.scheduler import (
     GradientBased,
     LinearCongruentialEngine,
     Pick,

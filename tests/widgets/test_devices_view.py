@@ -6,7 +6,7 @@ from pathlib import Path
 
 import msviz
 from msviz.engine.events import EventLog
-from msviz.engine.rpc import RPCSpec
+from msviz.engine.measure.rpc import RPCSpec
 from msviz.records import row
 from msviz.widgets.devices_view import DevicesView
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import msviz
-from msviz.engine.rules import RuleSet
+from msviz.space_generator.rules import RuleSet
 from msviz.trace import decision_sites
 from msviz.widgets import (
     CodeView,

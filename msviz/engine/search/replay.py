@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.engine.candidates import Candidate, Stage, decisions_of
+from msviz.engine.search.candidates import Candidate, Stage, decisions_of
 from msviz.trace.replay import apply_trace
 
 __all__ = ["ReplayTrace"]

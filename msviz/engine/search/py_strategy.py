@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.engine.candidates import Stage
-from msviz.engine.evolution import EvolutionarySearch
-from msviz.engine.presets import SearchKnobs, knobs_for
+from msviz.engine.search.candidates import Stage
+from msviz.engine.search.evolution import EvolutionarySearch
+from msviz.engine.search.generation import Generation
+from msviz.engine.search.presets import SearchKnobs, knobs_for
 
 __all__ = ["MsvizSearchStrategy", "search_strategy"]
 
@@ -151,16 +152,12 @@ class _Strategy(compat.ms.search_strategy.PySearchStrategy):
             num = self.max_trials - self.st
             self.ed = self.max_trials
         self.last_stages = []
-        gen = search.generate(num, generation=self.generation)
-        while True:
-            try:
-                stage = next(gen)
-            except StopIteration as done:
-                picks = done.value
-                break
+        generation = Generation(search.generate(num, generation=self.generation))
+        for stage in generation:
             self.last_stages.append(stage)
             if self.on_stage is not None:
                 self.on_stage(stage)
+        picks = generation.picks
         self.generation += 1
         if picks is None:
             return None
@@ -233,7 +230,7 @@ def search_strategy(
     ----------
     preset : str
         ``"msviz"`` (default) or ``"stock"`` (MetaSchedule's own choices, see
-        :mod:`msviz.engine.presets`).
+        :mod:`msviz.engine.search.presets`).
     seed : int, optional
         Seed of the search; by default forked from the tuning call's ``seed``.
     num_threads : int, optional

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from msviz import compat
-from msviz.engine import intrinsics
 from msviz.errors import MsvizError
+from msviz.space_generator import intrinsics
 
 __all__ = ["RuleError", "RuleSet", "RuleSpec"]
 

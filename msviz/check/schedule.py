@@ -10,10 +10,11 @@ thread bindings). Integers must be equal; floats within ``|got - expected| <= at
 |expected|`` (defaults by dtype, :func:`default_tolerance`).
 
 A session checks after a batch's timings (never while the runner times) and before the build
-artifacts are removed, reusing them. A candidate that computes a wrong answer is committed to
-the stock database with MetaSchedule's failure marker ``run_secs=[1e10]``, so it is never the
-best, neither for msviz nor for ``compile_tir``/``compile_relax``; the times the runner measured
-stay in the sidecar (``measured_run_secs``), and the cost model learns it as a failure.
+artifacts are removed, reusing them (``msviz.engine.measure.check.ResultChecker``). A candidate
+that computes a wrong answer is committed to the stock database with MetaSchedule's failure marker
+``run_secs=[1e10]``, so it is never the best, neither for msviz nor for
+``compile_tir``/``compile_relax``; the times the runner measured stay in the sidecar
+(``measured_run_secs``), and the cost model learns it as a failure.
 """
 
 from __future__ import annotations
@@ -26,13 +27,11 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.engine.measure import MeasureResult
 
 __all__ = [
     "CHECK_MODES",
     "CheckResult",
     "Reference",
-    "ResultChecker",
     "check_schedule",
     "compare",
     "default_tolerance",
@@ -269,7 +268,7 @@ class Reference:
                 self._expected = _run(func, self.inputs, compat.device_of(ref_target))
             except Exception as err:
                 self._error = f"the untuned workload could not be built or run as the " \
-                              f"reference: {type(err).__name__}: {_last_line(err)}"
+                              f"reference: {type(err).__name__}: {last_line(err)}"
         if self._error is not None:
             raise RuntimeError(self._error)
         return self._expected  # type: ignore[return-value]
@@ -285,11 +284,11 @@ class Reference:
             got = _run(func, self.inputs, compat.device_of(self.target))
         except Exception as err:
             return CheckResult.error(f"the candidate could not run here: "
-                                     f"{type(err).__name__}: {_last_line(err)}")
+                                     f"{type(err).__name__}: {last_line(err)}")
         return compare(got, expected, self.names, rtol=rtol, atol=atol)
 
 
-def _last_line(err: BaseException) -> str:
+def last_line(err: BaseException) -> str:
     lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
     return lines[-1][:300] if lines else ""
 
@@ -321,78 +320,5 @@ def check_schedule(mod: Any, workload_mod: Any, target: Any, *, inputs: Any = No
         func = compat.fast_build(mod, target)
     except Exception as err:
         return CheckResult.error(f"the candidate could not be built: {type(err).__name__}: "
-                                 f"{_last_line(err)}")
+                                 f"{last_line(err)}")
     return reference.check(func, rtol=rtol, atol=atol)
-
-
-class ResultChecker:
-    """Checks a session's candidates after each batch's timings (see the module's doc).
-
-    Parameters
-    ----------
-    mod : IRModule
-        The task's workload.
-    target : Target
-        The tuning target.
-    seed : int
-        The session's seed (the random inputs).
-    mode : {"best", "measured", "none"}
-        What to check (:data:`CHECK_MODES`).
-    """
-
-    def __init__(self, mod: Any, target: Any, *, seed: int, mode: str = "best") -> None:
-        self.mode = validate_mode(mode)
-        self.mod = mod
-        self.target = target
-        self.seed = int(seed)
-        self._reference: Reference | None = None
-
-    @property
-    def reference(self) -> Reference:
-        if self._reference is None:
-            self._reference = Reference(self.mod, self.target, seed=self.seed)
-        return self._reference
-
-    def check_artifact(self, artifact: str | None, mod: Any) -> CheckResult:
-        """Check a candidate from its build artifact (rebuilt from ``mod`` if there is none)."""
-        try:
-            func = compat.load_module(artifact) if artifact else compat.fast_build(
-                mod, self.target)
-        except Exception as err:
-            return CheckResult.error(f"the candidate could not be loaded: "
-                                     f"{type(err).__name__}: {_last_line(err)}")
-        return self.reference.check(func)
-
-    def check_batch(self, items: Sequence[tuple], built: Sequence[Any],
-                    results: Sequence[MeasureResult], best_secs: float) -> list[MeasureResult]:
-        """Check a measured batch; returns its results with wrong ones turned into failures.
-
-        Parameters
-        ----------
-        items : sequence of (schedule, args_info, info, shash)
-            The batch; each checked candidate's ``info`` gains ``check`` (``"ok"``,
-            ``"wrong"``, ``"error"``) and ``check_detail``, a wrong one ``measured_run_secs``.
-        built : sequence of BuildOutcome
-            The batch's builds (their artifacts are loaded, so check before the cleanup).
-        results : sequence of MeasureResult
-            The runner's results.
-        best_secs : float
-            The best mean run time before this batch (``"best"`` mode checks what beats it).
-        """
-        out = list(results)
-        if self.mode == "none":
-            return out
-        ran = [i for i, r in enumerate(results) if r.ok]
-        if self.mode == "best":
-            latency = {i: sum(results[i].run_secs) / len(results[i].run_secs) for i in ran}
-            ran = sorted((i for i in ran if latency[i] < best_secs), key=latency.__getitem__)
-        for i in ran:
-            result = self.check_artifact(built[i].artifact, items[i][0].mod)
-            info = items[i][2]
-            info["check"], info["check_detail"] = result.outcome, result.detail
-            if result.outcome == "wrong":
-                info["measured_run_secs"] = list(results[i].run_secs or ())
-                out[i] = MeasureResult(None, f"wrong result: {result.detail}", "wrong")
-            elif self.mode == "best":
-                break  # the fastest candidate that is not wrong: the slower ones cannot win
-        return out

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from msviz import compat
+from msviz.engine.measure import tracker
+from msviz.engine.measure.results import MeasureResult, is_infra_error
 from msviz.errors import MsvizError, MsvizWarning
 
 __all__ = [
@@ -87,7 +89,7 @@ class RPCSpec:
     def config(self, session_timeout: float) -> Any:
         """MetaSchedule's ``RPCConfig`` (``session_timeout`` when the spec has none)."""
         timeout = self.session_timeout if self.session_timeout is not None else session_timeout
-        return compat.rpc_config(self.host, self.port, self.key, session_timeout=timeout,
+        return tracker.rpc_config(self.host, self.port, self.key, session_timeout=timeout,
                                  priority=self.session_priority)
 
     def make_runner(self, evaluator_config: Any, *, session_timeout: float,
@@ -204,7 +206,7 @@ def fleet_of(runner: Any) -> RPCSpec | None:
         return runner
     if isinstance(runner, str) and runner == "rpc":
         return from_env()
-    if compat.is_rpc_runner(runner):
+    if tracker.is_rpc_runner(runner):
         cfg = runner.rpc_config
         return RPCSpec(str(cfg.tracker_host), int(cfg.tracker_port), str(cfg.tracker_key),
                        float(cfg.session_timeout_sec), int(cfg.session_priority))
@@ -229,7 +231,7 @@ def tracker_status(address: str, key: str, *, timeout: float = 5.0) -> TrackerSt
     """Ask the tracker at ``address`` (``"HOST:PORT"``) for its servers and queue."""
     host, port = _split_address(address)
     try:
-        summary = compat.tracker_summary(host, port, timeout=timeout)
+        summary = tracker.tracker_summary(host, port, timeout=timeout)
     except (OSError, RuntimeError, ValueError) as err:
         raise TrackerError(f"the RPC tracker at {address} does not answer "
                            f"({type(err).__name__}: {err})") from None
@@ -248,6 +250,14 @@ def tracker_status(address: str, key: str, *, timeout: float = 5.0) -> TrackerSt
     mine = queue.get(key, {"total": 0, "free": 0, "pending": 0})
     return TrackerStatus(address, key, mine["total"], mine["free"], mine["pending"],
                          sorted(servers, key=lambda s: (s["key"], s["address"])), queue)
+
+
+def servers_under(spec: RPCSpec, *, default: int) -> int:
+    """Servers the tracker holds under the spec's key, or ``default`` when it does not answer."""
+    try:
+        return tracker_status(spec.tracker, spec.key).total
+    except TrackerError:
+        return default
 
 
 def status_event(status: TrackerStatus | None, spec: RPCSpec, error: str | None = None) -> dict:
@@ -304,7 +314,7 @@ _SESSION: dict[str, Any] = {}  # the kept session of this worker process (reuse_
 
 def create_session(rpc_config: Any) -> Any:
     """``f_create_session``: the stock request, remembering which server the tracker matched."""
-    session, where = compat.rpc_request(rpc_config)
+    session, where = tracker.rpc_request(rpc_config)
     _WORKER["device"] = where
     return session
 
@@ -364,8 +374,93 @@ def read_device(artifact: str | None) -> str | None:
 def is_device_lost(error: BaseException) -> bool:
     """Whether an exception of a remote run says the device or the connection to it failed
     (TVM's RPC errors, a socket that broke), not the candidate."""
-    if isinstance(error, compat.RPCSessionTimeoutError):
+    if isinstance(error, tracker.RPCSessionTimeoutError):
         return False  # the run itself took too long: a run timeout
-    return isinstance(error, (*compat.RPC_ERRORS, ConnectionError, EOFError, OSError))
+    return isinstance(error, (*tracker.RPC_ERRORS, ConnectionError, EOFError, OSError))
 
 
+
+
+# -- collecting a batch's remote runs -----------------------------------------------------------
+
+def _done(fut: Any) -> bool:
+    inner = getattr(fut, "future", None)
+    return bool(inner.done() if inner is not None else fut.done())
+
+
+def collect(futures: list, artifacts: list[str | None], spec: RPCSpec, *,
+            runner_timeout: float) -> tuple[list[MeasureResult], str | None]:
+    """Wait for a batch's RPC futures while watching the tracker; classify each outcome.
+
+    A candidate whose server died is ``device_lost`` (not the candidate's fault: it is offered
+    again later); when no server holds the key any more, the candidates still queued are given
+    up as ``device_lost`` instead of waiting in the tracker's queue forever. Returns the results
+    and, in that case, why the fleet is gone (the caller replaces the runner's pool, whose
+    workers the queued requests still hold), else None.
+    """
+    pending = set(range(len(futures)))
+    empty_since: float | None = None
+    next_check = time.monotonic() + spec.poll_interval
+    gone: str | None = None
+    at_start = servers_under(spec, default=0)
+    while pending:
+        pending -= {k for k in pending if _done(futures[k])}
+        if not pending:
+            break
+        now = time.monotonic()
+        if now >= next_check:
+            next_check = now + spec.poll_interval
+            try:
+                total, why = tracker_status(spec.tracker, spec.key).total, \
+                    f"no RPC server holds key {spec.key!r} any more"
+            except TrackerError as err:
+                total, why = 0, str(err)
+            if total:
+                empty_since = None
+            elif empty_since is None:
+                empty_since = now
+            elif now - empty_since >= 2 * spec.poll_interval:
+                gone = why
+                break
+        time.sleep(0.02)
+    servers: set[str] | None = None
+    results = []
+    for k, fut in enumerate(futures):
+        device = read_device(artifacts[k])
+        if k in pending:
+            results.append(MeasureResult(None, f"msviz: {gone}; the candidate was given up "
+                                         "while it waited for a server", "device_lost", device))
+            continue
+        inner = getattr(fut, "future", None)
+        if inner is None:  # an RPCRunner subclass with its own futures: its text only
+            res = fut.result()
+            error = None if res.error_msg is None else str(res.error_msg)
+            secs = tuple(float(s) for s in res.run_secs) if res.run_secs else None
+            kind = None if not error else "device_lost" if is_infra_error(error) else "run"
+            results.append(MeasureResult(secs, error, kind, device))
+            continue
+        err = inner.exception()
+        if err is None:
+            results.append(MeasureResult(tuple(float(s) for s in inner.result()), None, None,
+                                         device))
+            continue
+        if isinstance(err, TimeoutError):
+            limit = spec.session_timeout or runner_timeout
+            results.append(MeasureResult(None, f"RPCRunner: Timeout, killed after {limit} "
+                                         "seconds", "run", device))
+            continue
+        text = f"RPCRunner: An exception occurred\n{type(err).__name__}: {err}"
+        lost = is_device_lost(err)
+        if not lost:  # did the server it ran on (or, unknown, any server) leave the tracker?
+            if servers is None:
+                # the tracker drops a dead server when its connection closes, about when the
+                # client's does: give it a moment before asking
+                time.sleep(0.5)
+                try:
+                    servers = {s["address"] for s in tracker_status(spec.tracker,
+                                                                    spec.key).servers}
+                except TrackerError:
+                    servers = set()
+            lost = device not in servers if device is not None else len(servers) < at_start
+        results.append(MeasureResult(None, text, "device_lost" if lost else "run", device))
+    return results, gone

@@ -1,10 +1,11 @@
 """The tuning work of one task, run on the session's worker thread, one stage at a time.
 
-:meth:`Tuner.stages` is a generator: it yields ``"stage"`` after each search stage and ``"batch"``
-after each measured batch, which is where the session pauses, stops and applies commands. The
-search is one driver per strategy (:mod:`msviz.engine.evolution`,
-:mod:`msviz.engine.replay_search`); the measure-callback steps live in
-:mod:`msviz.engine.callbacks`, re-measurement in :mod:`msviz.engine.remeasure`.
+:meth:`Tuner.run_batch` is a generator: it yields ``"stage"`` after each search stage and
+``"batch"`` after the measured batch, which is where the session pauses, stops and applies
+commands (the task loop, :mod:`msviz.engine.task_scheduler.task_loop`, drives it). The
+search is one driver per strategy (:mod:`msviz.engine.search.evolution`,
+:mod:`msviz.engine.search.replay`); the measure-callback steps live in
+:mod:`msviz.engine.measure.callbacks`, re-measurement in :mod:`msviz.engine.measure.remeasure`.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.engine import callbacks
-from msviz.engine.candidates import decisions_of
-from msviz.engine.check import ResultChecker
-from msviz.engine.evolution import EvolutionarySearch
-from msviz.engine.intrinsics import unused as unused_intrins
-from msviz.engine.measure import UNMEASURED_KINDS, Measurer
-from msviz.engine.presets import SearchKnobs
-from msviz.engine.replay_search import ReplayTrace
-from msviz.engine.rules import RuleSet
-from msviz.engine.workdir import (
+from msviz.engine.measure import callbacks
+from msviz.engine.measure.check import ResultChecker
+from msviz.engine.measure.measurer import UNMEASURED_KINDS, Measurer
+from msviz.engine.measure.remeasure import index_stored_lines, remeasure
+from msviz.engine.search.candidates import decisions_of
+from msviz.engine.search.evolution import EvolutionarySearch
+from msviz.engine.search.generation import Generation
+from msviz.engine.search.presets import SearchKnobs
+from msviz.engine.search.replay import ReplayTrace
+from msviz.engine.task_scheduler.workdir import (
     close_logger,
     count_lines,
     repair_torn_tail,
@@ -37,8 +38,13 @@ from msviz.errors import MsvizError
 from msviz.records import database as db_files
 from msviz.records import row
 from msviz.records.sidecar import SidecarWriter, read_sidecar
+from msviz.space_generator.intrinsics import unused as unused_intrins
+from msviz.space_generator.rules import RuleSet
 
-__all__ = ["INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "SharedParts", "Tuner"]
+__all__ = [
+    "INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "SharedParts", "Tuner", "close_tuners",
+    "make_tuners", "task_seed",
+]
 
 #: Batches in a row lost entirely to infrastructure failures before the session fails.
 INFRA_BATCHES_BEFORE_FAILING = 3
@@ -225,8 +231,6 @@ class Tuner:
     def line_of_stored(self, shash: int) -> int | None:
         """:meth:`line_of`, hashing every stored record once on a miss (records that
         predate the sidecar's hashes); for re-measurement."""
-        from msviz.engine.remeasure import index_stored_lines
-
         with self._lines_lock:
             if shash not in self.line_by_hash and not self._stored_indexed:
                 self._stored_indexed = True
@@ -307,15 +311,6 @@ class Tuner:
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def stages(self) -> Generator[str, None, str]:
-        """Tune until ``max_trials``; yields ``"stage"``/``"batch"``; returns why it ended."""
-        while self.trials_done < self.max_trials:
-            n = min(self.trials_per_batch, self.max_trials - self.trials_done)
-            outcome = yield from self.run_batch(n)
-            if outcome is None:
-                return self.end_reason or "the search found no more candidates"
-        return "reached max_trials"
-
     def run_batch(self, n: int) -> Generator[str, None, str | None]:
         """One batch of at most ``n`` trials: search, then measure (yields ``"stage"`` after
         each search stage, ``"batch"`` after measuring).
@@ -326,22 +321,15 @@ class Tuner:
         """
         while True:
             self._space_changed = False
-            gen = self.search.generate(n, generation=self.generation)
-            picks: list | None = None
-            while True:
-                tic = time.perf_counter()
-                try:
-                    stage = next(gen)
-                except StopIteration as done:
-                    picks = done.value
-                    break
-                finally:
-                    self.timing["search"] += time.perf_counter() - tic
+            generation = Generation(self.search.generate(n, generation=self.generation))
+            for stage in generation:
                 self.emit(stage.kind, **stage.data)
                 yield "stage"
                 if self._space_changed:  # new rules: start a generation from them
-                    gen.close()
+                    generation.close()
                     break
+            self.timing["search"] += generation.seconds
+            picks = generation.picks
             if self._space_changed:
                 self._space_changed = False
                 self.generation += 1
@@ -410,9 +398,58 @@ class Tuner:
 
     def remeasure(self, what: Any, repeats: int) -> dict:
         """Build and run one schedule again (see :func:`msviz.engine.remeasure.remeasure`)."""
-        from msviz.engine.remeasure import remeasure
-
         return remeasure(self, what, repeats)
+
+
+def task_seed(seed: int, index: int) -> int:
+    """The seed of task ``index`` (task 0, and so a single PrimFunc, has the session's)."""
+    if index == 0:
+        return seed
+    return (seed - 1 + index * 7919) % (2**31 - 2) + 1
+
+
+def make_tuners(tasks: list, *, rules: dict, seed: int, emit: Any, warn: Any,
+                **options: Any) -> tuple[SharedParts, list[Tuner]]:
+    """The parts all tasks share (database, cost model, sidecar, measurer) and one tuner per
+    task, set up on the calling thread; everything is closed again if one fails.
+
+    Parameters
+    ----------
+    tasks : list of ModelTask
+        The session's tasks.
+    rules : dict
+        Each task index's RuleSet.
+    seed : int
+        The session's seed (each task's is :func:`task_seed`).
+    emit, warn : callable
+        The session's event log and its ``warning`` event.
+    **options
+        The rest of :class:`Tuner`'s parameters (``target``, ``work_dir``, ``knobs``, ...).
+    """
+    shared = SharedParts(work_dir=options["work_dir"], target=options["target"],
+                         knobs=options["knobs"], num_threads=options["num_threads"],
+                         measurer_options=options["measurer_options"])
+    shared.open(warn)
+    tuners: list[Tuner] = []
+    try:
+        for task in tasks:
+            tuner = Tuner(workload=task.workload, rules=rules[task.index],
+                          seed=task_seed(seed, task.index), emit=emit, task_index=task.index,
+                          shared=shared, **options)
+            tuners.append(tuner)
+            tuner.setup()
+    except BaseException:
+        close_tuners(tuners, shared)
+        raise
+    return shared, tuners
+
+
+def close_tuners(tuners: list[Tuner], shared: SharedParts | None) -> None:
+    """Close each tuner, then the shared parts."""
+    for tuner in tuners:
+        tuner.close()
+    if shared is not None:
+        shared.close()
 
 
 def _best_history_ms(records: list, side: dict) -> list[float]:

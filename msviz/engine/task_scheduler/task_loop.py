@@ -1,9 +1,9 @@
 """The task loop of a session: ``TaskScheduler::Tune``, one batch at a time, steerable.
 
 A :class:`TaskLoop` holds what the C++ ``TaskScheduler`` holds around its ``NextTaskId``: the
-tasks, which are done and why, and the stock ``task_scheduler.log`` of a model's work dir; and
-what msviz adds: the user's steering (a forced next pick, pinned and skipped tasks, per-task
-budgets). :meth:`TaskLoop.drive` is the loop: pick a task (:mod:`msviz.engine.scheduler`), run
+tasks, which are done and why, and the stock ``task_scheduler.log`` of a model's work dir; and what
+msviz adds: the user's steering (a forced next pick, pinned and skipped tasks, per-task budgets).
+:meth:`TaskLoop.drive` is the loop: pick a task (:mod:`msviz.engine.task_scheduler.scheduler`), run
 one batch of its tuner, and say when a task or tuning ends. The session runs it in its worker
 thread and applies steering commands between batches.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Any
 
-from msviz.engine import scheduler as scheduler_mod
+from msviz.engine.task_scheduler import scheduler as scheduler_mod
 
 __all__ = ["SCHEDULER_LOG", "STEERING", "TaskLoop"]
 
@@ -108,6 +108,25 @@ class TaskLoop:
         return count
 
     # -- steering ---------------------------------------------------------------------------------
+
+    def index_of(self, task: Any = None) -> int:
+        """The index of a task given by index or name (None: the only task of a PrimFunc)."""
+        if task is None:
+            if len(self.tasks) == 1:
+                return 0
+            raise ValueError(f"{self.name} has {len(self.tasks)} tasks: pass task= (an index "
+                             "or a task name)")
+        if isinstance(task, str):
+            for t in self.tasks:
+                if t.name == task:
+                    return t.index
+            raise ValueError(f"no task named {task!r}; tasks: "
+                             f"{', '.join(t.name for t in self.tasks)}")
+        if isinstance(task, bool) or not isinstance(task, int) or not \
+                0 <= task < len(self.tasks):
+            raise ValueError(f"task must be a task name or an index in 0..{len(self.tasks) - 1},"
+                             f" not {task!r}")
+        return task
 
     def use_scheduler(self, scheduler: scheduler_mod.TaskScheduler) -> None:
         """Switch schedulers; a new ``GradientBased`` warms up over the tasks not tuned yet."""

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.engine.candidates import Candidate, Stage, decisions_of
-from msviz.engine.presets import SearchKnobs
+from msviz.engine.search.candidates import Candidate, Stage, decisions_of
+from msviz.engine.search.presets import SearchKnobs
 from msviz.trace.replay import apply_trace
 from msviz.trace.spaces import space_key, space_of
 

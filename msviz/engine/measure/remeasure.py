@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.engine.callbacks import add_to_database
-from msviz.engine.measure import Measurer
+from msviz.engine.measure.callbacks import add_to_database
+from msviz.engine.measure.measurer import Measurer
+from msviz.records.run import Run
 
 __all__ = ["index_stored_lines", "remeasure"]
 
@@ -67,8 +68,6 @@ def remeasure(tuner: Any, what: Any, repeats: int) -> dict:
 
 
 def _resolve(tuner: Any, what: Any) -> tuple[Any, int | None]:
-    from msviz.records.run import Run
-
     if isinstance(what, (int, np.integer)) or hasattr(what, "run"):
         run = what.run if hasattr(what, "run") else Run(tuner.work_dir)
         index = what.index if hasattr(what, "run") else int(what)
@@ -87,8 +86,6 @@ def _resolve(tuner: Any, what: Any) -> tuple[Any, int | None]:
 def index_stored_lines(tuner: Any) -> None:
     """Hash every stored record of the tuner's workload once (records from before a resume),
     into ``tuner.line_by_hash``."""
-    from msviz.records.run import Run
-
     run = Run(tuner.work_dir)
     for row in run.trials.itertuples():
         if row.workload != tuner.workload_index:

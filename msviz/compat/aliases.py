@@ -1,0 +1,77 @@
+"""Where MetaSchedule and TIR live in the pinned TVM, as short names, and TVM values as plain data.
+
+msviz pins apache-tvm 0.27, where MetaSchedule is ``tvm.s_tir.meta_schedule`` (blocks are
+``T.sblock``). Everything else in msviz imports MetaSchedule through :mod:`msviz.compat`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import tvm
+import tvm_ffi
+
+MS_NAMESPACE = "tvm.s_tir.meta_schedule"
+ms = importlib.import_module(MS_NAMESPACE)
+tir_schedule = importlib.import_module("tvm.s_tir.schedule")
+tir = importlib.import_module("tvm.tirx")
+
+Schedule = tir_schedule.Schedule
+Trace = tir_schedule.Trace
+Instruction = tir_schedule.Instruction
+
+JSONDatabase = ms.database.JSONDatabase
+TuningRecord = ms.database.TuningRecord
+Workload = ms.database.Workload
+ArgInfo = ms.arg_info.ArgInfo
+
+structural_equal = tvm_ffi.structural_equal
+#: Decorator making a Python subclass of ``PySearchStrategy`` / ``PyCostModel``... a TVM object.
+derived_object = importlib.import_module("tvm.ir.utils").derived_object
+structural_hash = tvm_ffi.structural_hash
+
+#: Value MetaSchedule stores as ``run_secs`` for a candidate that failed to build or run.
+FAILED_RUN_SECS = 1e10
+
+
+def target_from_json(obj: Any) -> tvm.target.Target:
+    """The Target stored in a tuning record (a dict of attributes)."""
+    return tvm.target.Target(obj)
+
+
+def device_type(target: tvm.target.Target) -> str:
+    """The runner's device name for a target ("cpu", "cuda", ...)."""
+    return tvm.runtime.Device._DEVICE_TYPE_TO_NAME[target.get_target_device_type()]
+
+
+def normalize_mod(mod: Any) -> tvm.IRModule:
+    """The IRModule MetaSchedule tunes and keys its database by (function renamed ``main``)."""
+    return ms.tune_context._normalize_mod(mod)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Turn a TVM JSON-ish value (IntImm, FloatImm, Array, Map, String) into plain Python."""
+    if isinstance(obj, (bool, int, float, str)) or obj is None:
+        return obj
+    if isinstance(obj, (tir.IntImm, tir.FloatImm)):
+        return obj.value
+    if hasattr(obj, "items") and not isinstance(obj, (str, bytes)):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) or type(obj).__name__ in ("Array", "List"):
+        return [to_jsonable(x) for x in obj]
+    return obj
+
+
+def quiet_ipython_printing() -> None:
+    """Stop MetaSchedule from clearing notebook cells and displaying tables from worker threads."""
+    tvm_ffi.register_global_func(
+        "s_tir.meta_schedule.using_ipython", lambda: False, override=True
+    )
+
+
+def parse_script(text: str) -> Any:
+    """An IRModule (or PrimFunc) from TVMScript text, such as a log's printed workload."""
+    import tvm as _tvm
+
+    return _tvm.script.from_source(text)

@@ -1,0 +1,239 @@
+"""Targets: the host CPU as LLVM names it, its cores, and the kernel threads TVM runs on."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, NamedTuple
+
+import tvm
+
+
+def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.target.Target:
+    """Build a TVM Target from a kind name, a dict, a tag, or a Target.
+
+    Parameters
+    ----------
+    target : str | dict | tvm.target.Target
+        ``"llvm"`` (this machine's CPU: ``mcpu`` from LLVM's host query, the vector extensions the
+        operating system does not report turned off, ``num-cores`` filled in; see
+        :func:`host_cpu`), ``"cuda"`` (a CUDA target with the
+        hardware attributes MetaSchedule's rules need, hosted on the CPU), a registered tag such as
+        ``"nvidia/nvidia-h100"``, a dict of target attributes, or a Target.
+    num_cores : int, optional
+        Cores for the llvm target; defaults to the cores this process may use.
+
+    Returns
+    -------
+    target : tvm.target.Target
+    """
+    if isinstance(target, tvm.target.Target):
+        return target
+    cores = num_cores or host_cores()
+    if isinstance(target, dict):
+        spec = dict(target)
+        if spec.get("kind") == "llvm":
+            spec.setdefault("num-cores", cores)
+        return tvm.target.Target(spec)
+    if not isinstance(target, str):
+        raise TypeError(
+            f"target must be a str, dict or tvm.target.Target, not {type(target).__name__}"
+        )
+    if target == "llvm":
+        return tvm.target.Target(host_target_spec(cores))
+    if target == "cuda":
+        return tvm.target.Target(
+            {
+                "kind": "cuda",
+                "arch": "sm_90",
+                "max_threads_per_block": 1024,
+                "max_shared_memory_per_block": 49152,
+                "thread_warp_size": 32,
+                "registers_per_block": 65536,
+            },
+            host=make_target("llvm", num_cores=num_cores),
+        )
+    if target.startswith("{"):
+        import json
+
+        return make_target(json.loads(target), num_cores=num_cores)
+    try:
+        return tvm.target.Target(target)
+    except Exception as err:
+        raise ValueError(
+            f"unknown target {target!r}: use 'llvm', 'cuda', a tag such as 'nvidia/nvidia-h100', "
+            f"or a dict like {{'kind': 'llvm', 'num-cores': 2}} ({err})"
+        ) from None
+
+
+class HostCPU(NamedTuple):
+    """What LLVM and the operating system say about this machine's CPU.
+
+    Attributes
+    ----------
+    mcpu : str | None
+        LLVM's name for the host CPU (``llvm_get_system_cpu``), None if LLVM does not know it.
+    disabled : tuple of str
+        Vector/matrix extensions LLVM's tables give ``mcpu`` but the operating system does not
+        report (a virtual machine may hide some, e.g. AMX); code using them would die with SIGILL,
+        so they are turned off in ``mattr``.
+    features : tuple of str
+        The extensions that stay on (``avx*`` / ``amx*``), for display.
+    """
+
+    mcpu: str | None
+    disabled: tuple[str, ...]
+    features: tuple[str, ...]
+
+
+_HOST_CPU: HostCPU | None = None
+_ISA_PREFIXES = ("avx", "amx")
+
+
+def _norm_feature(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _os_cpu_flags(path: str = "/proc/cpuinfo") -> set[str] | None:
+    """The CPU flags the kernel reports, normalized (None where there is no /proc/cpuinfo)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return {_norm_feature(x) for x in line.split(":", 1)[1].split()}
+    except OSError:
+        return None
+    return None
+
+
+def host_cpu(*, cpu_flags: set[str] | None = None) -> HostCPU:
+    """This machine's CPU as LLVM names it, minus the extensions the OS does not enable.
+
+    Parameters
+    ----------
+    cpu_flags : set of str, optional
+        The OS's CPU flags (``/proc/cpuinfo``'s, read if None). Given explicitly, nothing is
+        cached (for tests).
+    """
+    global _HOST_CPU
+    if cpu_flags is None and _HOST_CPU is not None:
+        return _HOST_CPU
+    codegen = tvm.target.codegen
+    mcpu = str(codegen.llvm_get_system_cpu() or "")
+    if not mcpu or mcpu == "generic" or not codegen.llvm_is_valid_cpu(
+            mcpu, str(codegen.llvm_get_system_triple())):
+        info = HostCPU(None, (), ())
+    else:
+        llvm_features = sorted(str(f) for f in codegen.llvm_get_cpu_features(
+            tvm.target.Target({"kind": "llvm", "mcpu": mcpu})))
+        isa = [f for f in llvm_features if f.startswith(_ISA_PREFIXES)]
+        flags = _os_cpu_flags() if cpu_flags is None else {_norm_feature(f) for f in cpu_flags}
+        if flags is None:  # no /proc/cpuinfo: trust LLVM
+            info = HostCPU(mcpu, (), tuple(isa))
+        else:
+            info = HostCPU(mcpu, tuple(f for f in isa if _norm_feature(f) not in flags),
+                           tuple(f for f in isa if _norm_feature(f) in flags))
+    if cpu_flags is None:
+        _HOST_CPU = info
+    return info
+
+
+def host_target_spec(num_cores: int | None = None) -> dict[str, Any]:
+    """The dict of the llvm target for this machine's CPU (what ``"llvm"`` means in msviz)."""
+    cpu = host_cpu()
+    spec: dict[str, Any] = {"kind": "llvm"}
+    if cpu.mcpu:
+        spec["mcpu"] = cpu.mcpu
+    if cpu.disabled:
+        spec["mattr"] = [f"-{f}" for f in cpu.disabled]
+    spec["num-cores"] = num_cores or host_cores()
+    return spec
+
+
+def describe_target(target: Any) -> str:
+    """One line naming a target for people: kind, CPU, widest vector unit, cores.
+
+    ``llvm znver4 (AVX-512, 2 cores)``; ``llvm generic x86-64 (no mcpu: SSE only, 2 cores)``;
+    ``cuda sm_90 (host llvm znver4)``.
+    """
+    if not isinstance(target, tvm.target.Target):
+        target = make_target(target)
+    kind = str(target.kind.name)
+    attrs = target.attrs
+    if kind == "llvm":
+        mcpu = str(attrs["mcpu"]) if "mcpu" in attrs else ""
+        cores = int(attrs["num-cores"]) if "num-cores" in attrs else None
+        extra = [f"{cores} cores"] if cores else []
+        if not mcpu:
+            return f"llvm generic ({', '.join(['no mcpu: baseline ISA only', *extra])})"
+        has = tvm.target.codegen.llvm_cpu_has_features
+        width = "AVX-512" if has(["avx512f"], target) else "AVX2" if has(["avx2"], target) \
+            else "SSE"
+        if has(["avx512vnni"], target):
+            width += " VNNI"
+        return f"llvm {mcpu} ({', '.join([width, *extra])})"
+    text = kind
+    if "arch" in attrs:
+        text += f" {attrs['arch']}"
+    if target.host is not None:
+        text += f" (host {describe_target(target.host)})"
+    return text
+
+
+def _count_host_cores() -> int:
+    """Physical cores among the CPUs this process may use.
+
+    Counted once, at import: TVM's runtime pins the thread that first launches a kernel (to one
+    CPU when it runs kernels on one thread), and the affinity read after that is the pinned one.
+    """
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    allowed = allowed or os.cpu_count() or 1
+    import psutil
+
+    physical = psutil.cpu_count(logical=False) or allowed
+    return max(1, min(allowed, physical))
+
+
+_HOST_CORES = _count_host_cores()
+#: ``TVM_NUM_THREADS`` as the user set it before msviz was imported (None: not set).
+_USER_KERNEL_THREADS = os.environ.get("TVM_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+
+
+def host_cores() -> int:
+    return _HOST_CORES
+
+
+def use_host_cores() -> None:
+    """Run TVM kernels in this process (and the processes it starts) on the host's cores.
+
+    TVM's runtime runs a kernel on ``TVM_NUM_THREADS`` threads, else on *half* the logical
+    CPUs of an x86 machine (it assumes two hardware threads per core). On a machine or VM without
+    SMT that halves the cores: on 2 cores every tuned kernel ran on one thread, measured and
+    re-timed alike, while the target told MetaSchedule to parallelise for 2. msviz sets
+    ``TVM_NUM_THREADS`` to the physical cores it may use, unless the user set it (or
+    ``OMP_NUM_THREADS``). It must run before the first kernel launch of the process: TVM sizes
+    its thread pool once.
+    """
+    if _USER_KERNEL_THREADS is None:
+        os.environ["TVM_NUM_THREADS"] = str(_HOST_CORES)
+
+
+def kernel_threads(target: Any) -> int | None:
+    """Threads a kernel built for ``target`` should be measured on: its ``num-cores``.
+
+    None for targets that do not name cores (GPUs), and when the user set ``TVM_NUM_THREADS``
+    (their choice is kept).
+    """
+    if _USER_KERNEL_THREADS is not None or not isinstance(target, tvm.target.Target):
+        return None
+    if str(target.kind.name) != "llvm" or "num-cores" not in target.attrs:
+        return None
+    return int(target.attrs["num-cores"])
+
+
+def set_kernel_threads(threads: int) -> None:
+    """Runner worker initializer: size this fresh process's TVM thread pool to ``threads``."""
+    os.environ["TVM_NUM_THREADS"] = str(int(threads))
+
+
+use_host_cores()

@@ -1,0 +1,25 @@
+"""Measurement: builders and runners by name (``create``), the watchdog around them, RPC fleets,
+the measure callbacks (database, cost model), result checks and re-measurement."""
+
+from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.results import (
+    ERROR_KINDS,
+    UNMEASURED_KINDS,
+    BuildOutcome,
+    MeasureResult,
+    is_infra_error,
+)
+from msviz.engine.measure.rpc import NoDevicesError, RPCSpec, TrackerError, rpc
+
+__all__ = [
+    "ERROR_KINDS",
+    "UNMEASURED_KINDS",
+    "BuildOutcome",
+    "MeasureResult",
+    "Measurer",
+    "NoDevicesError",
+    "RPCSpec",
+    "TrackerError",
+    "is_infra_error",
+    "rpc",
+]

@@ -1,0 +1,78 @@
+"""Runners by name, as ``scheduler.create`` makes task schedulers: ``create("local")``,
+``create("rpc")`` (the ``TVM_TRACKER_*`` environment), :func:`msviz.rpc`'s spec, or a
+MetaSchedule ``Runner`` as it is; and whether a CUDA device can run kernels here."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import tvm
+
+from msviz import compat
+from msviz.engine.measure import rpc
+
+__all__ = ["RUNNERS", "create", "cuda_available", "evaluator_config", "remakeable"]
+
+#: The runners msviz makes by name.
+RUNNERS = ("local", "rpc")
+
+
+def evaluator_config(config: Any = None) -> Any:
+    """MetaSchedule's ``EvaluatorConfig`` from None (its defaults), a dict or itself."""
+    cls = compat.ms.runner.EvaluatorConfig
+    if config is None:
+        return cls()
+    if isinstance(config, dict):
+        return cls(**config)
+    return config
+
+
+def remakeable(kind: Any) -> bool:
+    """Whether :func:`create` can make a fresh runner of this kind (to replace a dead pool)."""
+    return isinstance(kind, (str, rpc.RPCSpec))
+
+
+def create(kind: Any, target: Any, *, timeout: float, evaluator: Any = None) -> Any:
+    """A MetaSchedule runner.
+
+    Parameters
+    ----------
+    kind : str | RPCSpec | Runner
+        ``"local"`` (``LocalRunner``, its worker on the target's kernel threads), ``"rpc"``,
+        an :class:`~msviz.engine.measure.rpc.RPCSpec`, or a ``Runner`` used as it is.
+    target : Target
+        What the kernels were built for.
+    timeout : float
+        Seconds per candidate (over RPC: the session timeout).
+    evaluator : EvaluatorConfig | dict, optional
+        How to time a kernel.
+    """
+    if kind == "rpc":
+        kind = rpc.from_env()
+    evaluator = evaluator_config(evaluator)
+    if kind == "local":
+        threads = compat.kernel_threads(target)
+        return compat.ms.runner.LocalRunner(
+            timeout_sec=timeout, evaluator_config=evaluator,
+            initializer=None if threads is None
+            else functools.partial(compat.set_kernel_threads, threads))
+    if isinstance(kind, rpc.RPCSpec):
+        return kind.make_runner(evaluator, session_timeout=timeout,
+                                servers=rpc.servers_under(kind, default=1))
+    if isinstance(kind, str):
+        raise ValueError(f"unknown runner {kind!r}: use one of {', '.join(RUNNERS)} or a "
+                         "MetaSchedule Runner")
+    return kind
+
+
+def cuda_available() -> str | None:
+    """None if a CUDA device can run kernels here, else why not."""
+    if not tvm.runtime.enabled("cuda"):
+        return "no CUDA device: this TVM build has no CUDA runtime loaded (libcuda.so.1 missing?)"
+    try:
+        if not tvm.cuda(0).exist:
+            return "no CUDA device: no GPU is visible to this process"
+    except Exception as err:  # pragma: no cover - driver errors
+        return f"no CUDA device: {err}"
+    return None

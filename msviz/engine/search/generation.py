@@ -1,0 +1,48 @@
+"""Driving one generation of the search: its stages one by one, then its picks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Iterator
+from typing import Any
+
+__all__ = ["Generation"]
+
+
+class Generation:
+    """The stages of one search generation, iterated; :attr:`picks` holds its result after.
+
+    ``EvolutionarySearch.generate`` (and ``ReplayTrace.generate``) are generators that yield a
+    ``Stage`` after each step and return the picked candidates (``[]``: nothing new; None: the
+    search has ended). Iterating a :class:`Generation` yields the stages and keeps the return
+    value and the seconds spent inside the search, so a caller that pauses between stages (a
+    session) and one that does not (the ``PySearchStrategy``) drive it the same way.
+
+    Parameters
+    ----------
+    stages : generator
+        ``search.generate(n, generation=...)``.
+    """
+
+    def __init__(self, stages: Generator[Any, None, list | None]) -> None:
+        self._stages = stages
+        #: The candidates picked (set when the iteration ends; None: the search has ended).
+        self.picks: list | None = None
+        #: Seconds spent inside the search (not in the caller's handling of each stage).
+        self.seconds = 0.0
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            tic = time.perf_counter()
+            try:
+                stage = next(self._stages)
+            except StopIteration as done:
+                self.picks = done.value
+                return
+            finally:
+                self.seconds += time.perf_counter() - tic
+            yield stage
+
+    def close(self) -> None:
+        """Abandon the generation (new rules arrived)."""
+        self._stages.close()

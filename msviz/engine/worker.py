@@ -1,0 +1,186 @@
+"""A session's worker: what runs on its thread (the task loop between checkpoints), the tuners
+it owns, and the one lock that keeps measurements from overlapping.
+
+The :class:`~msviz.engine.session.Session` holds the settings and the public calls; the worker
+reads the settings from it and does the work: sets the tuners up, drives
+:meth:`TaskLoop.drive <msviz.engine.task_scheduler.task_loop.TaskLoop.drive>`, applies queued
+commands, re-measures, and checks a model end to end when tuning ends.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from concurrent.futures import Future
+from typing import Any
+
+from msviz import compat
+from msviz.check.model import check_model
+from msviz.engine.control import SessionStateError, StopRequested, await_devices
+from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
+from msviz.records.sidecar import SidecarWriter
+from msviz.space_generator.rules import RuleSet
+
+__all__ = ["Worker"]
+
+
+class Worker:
+    """The work of one session on its worker thread (see the module's doc).
+
+    Parameters
+    ----------
+    session : Session
+        Whose settings (tasks, target, knobs, work dir, ...) it tunes with, and whose events,
+        control, task loop and live table it uses.
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.tuners: list[Tuner] = []
+        self.shared: SharedParts | None = None
+        self.measure_lock = threading.Lock()  # all measurements, one at a time
+
+    def remeasure_aside(self, arg: tuple, future: Future | None = None) -> Future:
+        """Re-measure on a thread of its own (the session is not running), one at a time."""
+        future = future or Future()
+
+        def work() -> None:
+            try:
+                with self.measure_lock:
+                    tuners, shared = self.tuners, self.shared
+                    fresh = not tuners or not all(t.ready for t in tuners)
+                    if fresh:
+                        shared, tuners = self.make_tuners()
+                        if self.session.state == "idle":
+                            self.shared, self.tuners = shared, tuners  # start() reuses them
+                    try:
+                        future.set_result(tuners[arg[2]].remeasure(arg[0], arg[1]))
+                    finally:
+                        if fresh and tuners is not self.tuners:
+                            close_tuners(tuners, shared)  # the session has ended
+            except BaseException as err:
+                future.set_exception(err)
+
+        threading.Thread(target=work, name="msviz-remeasure", daemon=True).start()
+        return future
+
+    def make_tuners(self) -> tuple[SharedParts, list[Tuner]]:
+        """The shared parts and one tuner per task, set up (on the calling thread)."""
+        s = self.session
+        return make_tuners(
+            s.tasks, rules={t.index: s._task_rules.get(t.index, s.rules) for t in s.tasks},
+            seed=s.seed, emit=s.events.emit, warn=s._warn, target=s.target, work_dir=s.work_dir,
+            knobs=s.knobs, strategy=s.strategy, num_threads=s.num_threads,
+            max_trials=s.max_trials, trials_per_batch=s.trials_per_batch,
+            measurer_options=s._measurer_options, check=s.check)
+
+    def apply(self, name: str, arg: Any) -> Any:
+        """Apply one queued command on the worker thread (never during a measurement)."""
+        s = self.session
+        with self.measure_lock:
+            if name == "set_rules":
+                return self.set_rules(*arg)
+            if name == "remeasure":
+                what, repeats, index = arg
+                return self.tuners[index].remeasure(what, repeats)
+            if s._loop.steer(name, arg):
+                s.events.emit("tasks", s.name, tasks=s.tasks_info())
+            return None
+
+    def set_rules(self, rules: RuleSet, index: int | None) -> None:
+        """New rules for every task (``index`` None) or one."""
+        for tuner in self.tuners:
+            if index is None or tuner.task_index == index:
+                tuner.set_rules(rules)
+        if index is None:
+            self.session.rules = rules
+        else:
+            self.session._task_rules[index] = rules
+
+    def _started_event(self) -> dict:
+        s = self.session
+        flop = float(s.workload.flop) if s.model is None else float(
+            sum(t.weight * t.flop for t in s.tasks))
+        return dict(work_dir=str(s.work_dir), seed=s.seed, preset=s.preset,
+                    strategy=s.strategy, target=compat.to_jsonable(s.target.export()),
+                    target_kind=str(s.target.kind.name), flop=flop, max_trials=s.max_trials,
+                    trials_per_batch=s.trials_per_batch, resumed=s._resume,
+                    knobs=vars(s.knobs).copy(),
+                    model=s.model.name if s.model is not None else None,
+                    num_tasks=len(s.tasks), max_trials_per_task=s.max_trials_per_task,
+                    task_scheduler=s.scheduler.kind)
+
+    def work(self) -> None:
+        """The worker thread: tune until the task loop ends, a stop, or an error."""
+        compat.quiet_ipython_printing()
+        s = self.session
+        control, name, loop, emit = s._control, s.name, s._loop, s.events.emit
+        final, data = "failed", {}
+        try:
+            emit("started", name, **self._started_event())
+            emit("tasks", name, tasks=s.tasks_info())
+            await_devices(control, s.fleet, task=s.workload.name, emit=emit, first=True)
+            with self.measure_lock:
+                if not self.tuners or not all(t.ready for t in self.tuners):
+                    self.shared, self.tuners = self.make_tuners()
+            s._live.tuners_ready()
+            loop.use_scheduler(loop.scheduler)  # its warm-up skips tuned tasks
+            for task in s.tasks:
+                loop.log(f"Initializing Task #{task.index}: {task.name}")
+            loop.log("Task table before tuning", table=True)
+            loop.batch = sum(t.batch for t in self.tuners)
+            control.checkpoint("stage")
+            stages = loop.drive(s.max_trials, s.trials_per_batch)
+            while True:
+                with self.measure_lock:
+                    try:
+                        kind = next(stages)
+                    except StopIteration as end:
+                        control.end_reason = end.value
+                        break
+                control.checkpoint(kind)
+                if kind == "batch":
+                    await_devices(control, s.fleet, task=s.workload.name, emit=emit)
+            final = "finished"
+            loop.end_all(control.end_reason)
+        except StopRequested:
+            final, control.end_reason = "stopped", "stopped on request"
+        except BaseException as err:
+            final, control.end_reason = "failed", f"{type(err).__name__}: {err}"
+            data = {"error": control.end_reason, "traceback": traceback.format_exc()}
+        finally:
+            try:
+                close_tuners(self.tuners, self.shared)
+            except Exception as err:  # pragma: no cover - keep the first error
+                data.setdefault("close_error", f"{type(err).__name__}: {err}")
+        if self.tuners:
+            loop.log(f"Tuning ended ({final}): {control.end_reason}", table=True)
+        if s.end_to_end_check and final in ("finished", "stopped") and s.trials_done:
+            self.end_to_end_now()
+        for command, arg, future in control.take_pending():
+            if command == "remeasure":  # still possible: run it on its own
+                self.remeasure_aside(arg, future)
+            else:
+                future.set_exception(SessionStateError(f"{command} not applied: the session "
+                                                       "ended"))
+        timing: dict = {}
+        for tuner in self.tuners:
+            for key, value in tuner.timing.items():
+                timing[key] = timing.get(key, 0.0) + value
+        emit(final, name, reason=control.end_reason, trials=s.trials_done, timing=timing, **data)
+        control.set_state(final)
+
+    def end_to_end_now(self) -> dict:
+        """The model's end-to-end check (never during a measurement), kept in the sidecar so
+        ``msviz.open(work_dir)`` (its dashboard and report) has it too; emits ``end_to_end``."""
+        s = self.session
+        with self.measure_lock:
+            data = check_model(s.model, s.tasks, s.work_dir, s.target, seed=s.seed)
+        s.end_to_end = data
+        if self.shared is not None and self.shared.ready:
+            self.shared.sidecar.write("end_to_end", **data)
+        else:
+            with SidecarWriter(s.work_dir) as writer:
+                writer.write("end_to_end", **data)
+        s.events.emit("end_to_end", s.name, **data)
+        return data

@@ -1,0 +1,217 @@
+"""msviz's imports flow one way (../shared/DESIGN.md): each module imports only its own layer
+or the layers below it, no two modules import each other (directly or round a circle), an
+import inside a function says in a comment why it is there (heavy or optional), and no module
+grows past 550 lines.
+
+The graph is read from the source with ``ast``: every ``import`` and ``from ... import`` of an
+``msviz`` module, at module level or inside a function, relative or absolute.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "msviz"
+
+#: The layers, lowest first: a module may import its own layer and the ones before it. The
+#: package root (``msviz``) and the CLI sit on top; ``hooks`` is how ``Session.dashboard()`` and
+#: ``Run.dashboard()`` reach the widgets without importing them.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "hooks"),
+    ("compat",),
+    ("int8_workloads", "workloads"),
+    ("models",),
+    ("trace",),
+    ("space_generator", "check"),
+    ("records",),
+    ("views",),
+    ("engine",),
+    ("fleet",),
+    ("report",),
+    ("widgets",),
+    ("cli", ""),
+)
+
+MAX_LINES = 550
+
+
+class Import:
+    def __init__(self, source: str, target: str, line: int, in_function: bool, why: str):
+        self.source, self.target, self.line = source, target, line
+        self.in_function, self.why = in_function, why
+
+    def __repr__(self) -> str:
+        return f"{self.source}:{self.line} -> {self.target}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _comment_near(lines: list[str], lineno: int) -> str:
+    """The comments on an import's line and the line above it."""
+    here = lines[lineno - 1]
+    above = lines[lineno - 2] if lineno >= 2 else ""
+    return " ".join(part.split("#", 1)[1] for part in (above, here) if "#" in part)
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> list[Import]:
+    """Every import of an msviz module in ``path``, resolved to the module it names."""
+    text = path.read_text()
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    in_function = {
+        id(sub)
+        for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom))
+    }
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            # "from msviz.x import y" imports the module msviz.x.y when there is one
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
+        for target in targets:
+            if target == "msviz" or target.startswith("msviz."):
+                out.append(Import(name, target, node.lineno, id(node) in in_function,
+                                  _comment_near(lines, node.lineno)))
+    return out
+
+
+def layer_of(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    for rank, layer in enumerate(LAYERS):
+        if top in layer:
+            return rank
+    raise AssertionError(f"{module} is in no layer of tests/test_layers.py: add it to LAYERS")
+
+
+def all_imports() -> list[Import]:
+    mods = modules()
+    return [imp for name, path in mods.items() for imp in imports_of(name, path, set(mods))]
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in modules():
+        layer_of(name)
+
+
+def test_no_upward_import() -> None:
+    upward = [imp for imp in all_imports() if layer_of(imp.target) > layer_of(imp.source)]
+    assert upward == [], "imports from a lower layer into a higher one: " + ", ".join(
+        map(repr, upward))
+
+
+def test_the_issue_s_rules_literally() -> None:
+    """records, trace and views import neither the engine nor the widgets; the engine does
+    not import the widgets."""
+    bad = [imp for imp in all_imports()
+           if (imp.source.startswith(("msviz.records", "msviz.trace", "msviz.views"))
+               and imp.target.startswith(("msviz.engine", "msviz.widgets")))
+           or (imp.source.startswith("msviz.engine") and imp.target.startswith("msviz.widgets"))]
+    assert bad == []
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """A circle in the graph (its modules in order), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports. A package's ``__init__`` re-exports its modules, so
+    importing a package is not counted as importing each module it re-exports (that would make
+    every ``from msviz.engine.search import X`` inside the package a circle); an import of the
+    package itself is an edge to the package."""
+    edges: dict[str, set[str]] = {}
+    for imp in all_imports():
+        if imp.source != imp.target:
+            edges.setdefault(imp.source, set()).add(imp.target)
+    return edges
+
+
+def test_no_import_circle() -> None:
+    graph = _module_graph()
+    # a package importing its own modules is how it re-exports them; a module importing its
+    # own package (to reach a sibling through the re-export) would close a circle: both count
+    assert find_cycle(graph) is None, f"import circle: {' -> '.join(find_cycle(graph) or [])}"
+
+
+def test_function_level_imports_say_why() -> None:
+    """An msviz import inside a function is there because the module is heavy or optional,
+    and a comment on the line (or the one above) says so; never to dodge a circle."""
+    silent = [imp for imp in all_imports()
+              if imp.in_function and not any(w in imp.why for w in ("heavy", "optional"))]
+    assert silent == [], "function-level imports with no reason: " + ", ".join(
+        map(repr, silent))
+
+
+def test_no_module_over_550_lines() -> None:
+    long = {name: n for name, path in modules().items()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+# -- the checks can fail: each on a graph or a file that breaks it -------------------------------
+
+
+def test_find_cycle_finds_a_circle_and_only_a_circle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("from msviz.widgets import Dashboard\n", [("msviz.widgets", False, "")]),
+    ("import msviz.views.tasks\n", [("msviz.views.tasks", False, "")]),
+    ("def f():\n    from msviz.engine import Session  # heavy: TVM\n",
+     [("msviz.engine", True, " heavy: TVM")]),
+    ("from .search import evolution\n", [("msviz.engine.search.evolution", False, "")]),
+    ("import numpy\n", []),
+])
+def test_imports_of_reads_each_form(tmp_path: Path, text: str, expected: list) -> None:
+    """Read as the module ``msviz.engine.session`` (relative imports resolve in
+    ``msviz.engine``); a name imported from a package that is a module counts as that module."""
+    path = tmp_path / "session.py"
+    path.write_text(text)
+    got = imports_of("msviz.engine.session", path, set(modules()))
+    assert [(i.target, i.in_function, i.why) for i in got] == expected
