@@ -24,8 +24,9 @@ from msviz.check.schedule import (
     default_tolerance,
     random_inputs,
 )
+from msviz.engine.measure import Measurer, MeasureResult
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.measure.measurer import Measurer, MeasureResult
+from msviz.engine.task_scheduler.tuner import close_tuners
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
 from msviz.report import render_report
@@ -137,7 +138,7 @@ def test_wrong_schedule_is_marked_never_best_never_picked(tmp_path: Path,
     wd = tmp_path / "wd"
     session = tiny_session(wd, check="measured")
     mod = session.workload.mod
-    shared, tuners = session._make_tuners()  # set up, one per task
+    shared, tuners = session._worker.make_tuners()  # set up, one per task
     tuner = tuners[0]
     events = []
     session.events.subscribe(events.append)
@@ -148,7 +149,7 @@ def test_wrong_schedule_is_marked_never_best_never_picked(tmp_path: Path,
     try:
         tuner.measure_batch(items, generation=0)
     finally:
-        session._close_tuners(tuners, shared)
+        close_tuners(tuners, shared)
     measured = next(e for e in events if e.kind == "measured")
     bad, good = measured["trials"]
     assert bad["error_kind"] == "wrong" and bad["run_secs"] is None and bad["latency_us"] is None

@@ -10,7 +10,7 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.engine.measure.measurer import cuda_available
+from msviz.engine.measure.runner import cuda_available
 from msviz.records.sidecar import read_sidecar
 
 

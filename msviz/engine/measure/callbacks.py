@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from msviz import compat
-from msviz.engine.measure.measurer import UNMEASURED_KINDS, MeasureResult
+from msviz.engine.measure.results import UNMEASURED_KINDS, MeasureResult
 from msviz.records import row
 
 __all__ = ["add_to_database", "update_cost_model"]

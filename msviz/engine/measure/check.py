@@ -12,7 +12,7 @@ from typing import Any
 
 from msviz import compat
 from msviz.check.schedule import CheckResult, Reference, last_line, validate_mode
-from msviz.engine.measure.measurer import MeasureResult
+from msviz.engine.measure.results import MeasureResult
 
 __all__ = ["ResultChecker"]
 

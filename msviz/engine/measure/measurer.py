@@ -24,24 +24,9 @@ from msviz import compat
 from msviz.engine.measure import builder as builder_mod
 from msviz.engine.measure import rpc, tracker, watchdog
 from msviz.engine.measure import runner as runner_mod
-from msviz.engine.measure.results import (
-    ERROR_KINDS,
-    UNMEASURED_KINDS,
-    BuildOutcome,
-    MeasureResult,
-    is_infra_error,
-)
-from msviz.engine.measure.runner import cuda_available
+from msviz.engine.measure.results import BuildOutcome, MeasureResult, is_infra_error
 
-__all__ = [
-    "ERROR_KINDS",
-    "UNMEASURED_KINDS",
-    "BuildOutcome",
-    "MeasureResult",
-    "Measurer",
-    "cuda_available",
-    "is_infra_error",
-]
+__all__ = ["Measurer"]
 
 
 class Measurer:
