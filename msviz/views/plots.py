@@ -10,7 +10,13 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.views.common import failure_hover, failure_style, note_figure, scatter_type
+from msviz.views.common import (
+    failure_hover,
+    failure_style,
+    log_axis,
+    note_figure,
+    scatter_type,
+)
 
 __all__ = [
     "BatchPrediction",
@@ -85,7 +91,7 @@ def trial_scatter_figure(info: TrialScatterInfo) -> Any:
             **failure_hover([s for s, x in mine for _ in x], "trial %{x}")))
     fig.update_layout(title=f"Every trial, by {info.color_by}", xaxis_title="Trial",
                       yaxis_title="Latency (µs)", **_LAYOUT)
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(**log_axis([v for _, _, y in info.groups for v in y]))
     if not points:
         note_figure(fig, "no trials yet")
     return fig

@@ -35,6 +35,9 @@ def test_scatter_figure_draws_failures_apart(trials) -> None:
         ("scatter", "status=ok", (0, 2, 4, 5)), ("scatter", "failed", (1,)),
         ("scatter", "infrastructure failure", (3,))]
     assert tuple(fig.data[1].y) == (40.0,)  # on the floor: the fastest latency
+    # 40..100 µs: round ticks at 1, 2, 5 x 10^k, not every digit
+    assert fig.layout.yaxis.type == "log" and list(fig.layout.yaxis.tickvals) == [50.0, 100.0]
+    assert list(fig.layout.yaxis.ticktext) == ["50", "100"]
 
 
 def test_scatter_bad_column_is_named(trials) -> None:
