@@ -1,11 +1,15 @@
 """What the view functions share: how failures are told apart, a figure that says in words
-why it has no data yet, and round ticks on log axes."""
+why it has no data yet, round ticks on log axes, and quiet empty-data warnings."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from msviz.errors import MsvizWarning
 
 __all__ = [
     "INFRA_ERROR",
@@ -15,6 +19,7 @@ __all__ = [
     "is_infra",
     "log_axis",
     "note_figure",
+    "quiet_empty",
     "scatter_type",
 ]
 
@@ -109,3 +114,11 @@ def log_axis(values: Any) -> dict:
         return axis  # narrower still: plotly's own ticks
     return {**axis, "tickvals": ticks, "ticktext": [f"{v:g}" for v in ticks]}
 
+
+@contextmanager
+def quiet_empty() -> Iterator[None]:
+    """Silence msviz's warnings (empty data, a stock work dir) while drawing: the figures say
+    in words what is missing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MsvizWarning)
+        yield

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.views.common import log_axis, note_figure
+from msviz.views.common import log_axis, note_figure, quiet_empty
 from msviz.views.tasks import model_latency_info
 
 __all__ = ["CompareInfo", "RunCurve", "RunSummary", "compare_figure", "compare_info",
@@ -84,8 +84,7 @@ def compare_info(runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], *,
         if trials.empty:
             curves.append(RunCurve(name, (), (), ()))
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MsvizWarning)
+        with quiet_empty():
             latency = model_latency_info(tasks, trials)
         curves.append(RunCurve(name, latency.trial, latency.seconds, latency.latency_us))
     finals = [_last_known(c.best_us) for c in curves]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import html
-import warnings
 from typing import Any
 
 import ipywidgets as W
 
-from msviz.errors import MsvizWarning
+from msviz.views.common import quiet_empty
 from msviz.views.devices import DevicesInfo, devices_figure, devices_info, latest_status
 from msviz.widgets.common import ErrorArea, figure_widget
 from msviz.widgets.plots import show_figure
@@ -67,8 +66,7 @@ class DevicesView(W.VBox):
         """Recompute from the newest tracker status in ``events`` and the trials table."""
         try:
             status, waiting = latest_status(events)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MsvizWarning)  # empty: the note says so
+            with quiet_empty():  # empty: the note says so
                 self.info = devices_info(status, trials, waiting=waiting)
         except Exception as err:
             self.error.show(self, err)

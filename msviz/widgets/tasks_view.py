@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import html
 import math
-import warnings
 from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as W
 
-from msviz.errors import MsvizWarning
 from msviz.views import tasks as V
+from msviz.views.common import quiet_empty
 from msviz.widgets.common import ErrorArea, Selection, figure_widget
 from msviz.widgets.plots import show_figure
 
@@ -168,8 +167,7 @@ class TasksView(W.VBox):
             self.table.value = "<i>no tasks yet: they are listed when tuning starts</i>"
             return
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MsvizWarning)  # no trials yet: the plots say so
+            with quiet_empty():  # no trials yet: the plots say so
                 self.info = V.tasks_info(data["tasks"], data["trials"], data["scheduled"],
                                          done=data["done"])
                 if data["trials"] is not None:

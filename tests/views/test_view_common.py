@@ -1,12 +1,15 @@
-"""The shared view helpers: log-axis ticks against lists written out by hand."""
+"""The shared view helpers: log-axis ticks against lists written out by hand, and the quiet
+empty-data warnings."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
-from msviz.views.common import log_axis
+from msviz.errors import MsvizWarning
+from msviz.views.common import log_axis, quiet_empty
 
 NAN = math.nan
 
@@ -44,3 +47,11 @@ def test_log_axis_range_has_a_margin_and_written_out_labels() -> None:
                                                      math.log10(50) + 0.05])
     assert log_axis([]) == log_axis([NAN, 0.0]) == {"type": "log"}
 
+
+def test_quiet_empty_silences_only_msviz_warnings() -> None:
+    with quiet_empty():
+        warnings.warn("no trials yet", MsvizWarning, stacklevel=1)
+    with pytest.warns(UserWarning, match="other"), quiet_empty():
+        warnings.warn("other", UserWarning, stacklevel=1)
+    with pytest.warns(MsvizWarning):  # as before, once out of the block
+        warnings.warn("no trials yet", MsvizWarning, stacklevel=1)
