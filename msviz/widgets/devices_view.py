@@ -64,14 +64,12 @@ class DevicesView(W.VBox):
 
     def update(self, events: list, trials: Any = None) -> None:
         """Recompute from the newest tracker status in ``events`` and the trials table."""
-        try:
+        with self.error.guard(self) as guard:
             status, waiting = latest_status(events)
             with quiet_empty():  # empty: the note says so
                 self.info = devices_info(status, trials, waiting=waiting)
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
-        self.error.clear()
         with self.hold_sync():
             self.summary.value = devices_html(self.info)
         show_figure(self.figure, devices_figure(self.info))

@@ -151,11 +151,10 @@ class PlotPanel(W.VBox):
         if run is None:
             self.error.show(self, "no trials yet: no traces to read decisions from")
             return
-        try:
+        with self.error.guard(self, clear=False) as guard:
             frame = trial_decisions(run)
             show_figure(self.decisions, P.decision_plot_figure(P.decision_plot_info(frame)))
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
         self.decisions_box.layout.display = ""
         self.decisions_button.description = "Replot decisions"
