@@ -1,9 +1,15 @@
-"""What the view functions share: how failures are told apart, and a figure that says in words
-why it has no data yet."""
+"""What the view functions share: how failures are told apart, a figure that says in words
+why it has no data yet, round ticks on log axes, and quiet empty-data warnings."""
 
 from __future__ import annotations
 
+import math
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from msviz.errors import MsvizWarning
 
 __all__ = [
     "INFRA_ERROR",
@@ -11,7 +17,9 @@ __all__ = [
     "failure_hover",
     "failure_style",
     "is_infra",
+    "log_axis",
     "note_figure",
+    "quiet_empty",
     "scatter_type",
 ]
 
@@ -62,3 +70,55 @@ def note_figure(fig: Any, text: str) -> Any:
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return fig
+
+
+#: Log-axis margin above and below the data, as a share of its span in decades (plotly fits
+#: lines edge to edge: the lowest line would lie on the axis, half its markers cut off).
+LOG_MARGIN = 0.06
+#: Above this many ticks at 1, 2 and 5 x 10^k, a log axis has ticks at powers of ten only.
+MOST_LOG_TICKS = 12
+
+
+def log_axis(values: Any) -> dict:
+    """Settings of a log axis that shows ``values`` (array-like): its type, a range with a
+    margin, and round ticks written out.
+
+    The ticks are at 1, 2 and 5 times a power of ten; at powers of ten only over many decades;
+    at every digit 1..9 in a range too narrow for two of 1, 2, 5; plotly's own (none given)
+    narrower still (plotly labels a log axis under two decades with every digit 2..9, a
+    clutter). NaN and values not above zero (which a log axis cannot show) are left out;
+    without any value left only the type is set.
+    """
+    import numpy as np
+
+    data = np.asarray(values, dtype=float)
+    data = data[np.isfinite(data) & (data > 0)]
+    if not len(data):
+        return {"type": "log"}
+    lo, hi = math.log10(float(data.min())), math.log10(float(data.max()))
+    pad = LOG_MARGIN * (hi - lo) if hi > lo else 0.05
+    lo, hi = lo - pad, hi + pad
+
+    def at(mantissas: Iterable[int]) -> list[float]:
+        # parsed from text: 5e-3 is the double nearest 0.005, 5 * 10.0**-3 is not
+        return [float(f"{m}e{k}") for k in range(math.floor(lo), math.ceil(hi) + 1)
+                for m in mantissas if lo <= math.log10(m) + k <= hi]
+
+    ticks = at((1, 2, 5))
+    if len(ticks) > MOST_LOG_TICKS:
+        ticks = at((1,))
+    elif len(ticks) < 2:
+        ticks = at(range(1, 10))
+    axis: dict[str, Any] = {"type": "log", "range": [lo, hi]}
+    if len(ticks) < 2:
+        return axis  # narrower still: plotly's own ticks
+    return {**axis, "tickvals": ticks, "ticktext": [f"{v:g}" for v in ticks]}
+
+
+@contextmanager
+def quiet_empty() -> Iterator[None]:
+    """Silence msviz's warnings (empty data, a stock work dir) while drawing: the figures say
+    in words what is missing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MsvizWarning)
+        yield

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.views.common import note_figure
+from msviz.views.common import log_axis, note_figure, quiet_empty
 from msviz.views.tasks import model_latency_info
 
 __all__ = ["CompareInfo", "RunCurve", "RunSummary", "compare_figure", "compare_info",
@@ -84,8 +84,7 @@ def compare_info(runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], *,
         if trials.empty:
             curves.append(RunCurve(name, (), (), ()))
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MsvizWarning)
+        with quiet_empty():
             latency = model_latency_info(tasks, trials)
         curves.append(RunCurve(name, latency.trial, latency.seconds, latency.latency_us))
     finals = [_last_known(c.best_us) for c in curves]
@@ -169,20 +168,5 @@ def compare_figure(info: CompareInfo, *, x: str = "trial") -> Any:
         why = "no timestamps to draw against" if x == "time" and any(
             c.trial for c in info.runs) else "no successful trial in any run yet"
         return note_figure(fig, why)
-    # a margin above and below (plotly fits lines edge to edge: the best run's line would
-    # lie on the axis)
-    lo, hi = math.log10(min(ys)), math.log10(max(ys))
-    pad = 0.06 * (hi - lo) if hi > lo else 0.05
-    fig.update_yaxes(range=[lo - pad, hi + pad], **_log_ticks(lo - pad, hi + pad))
+    fig.update_yaxes(**log_axis(ys))
     return fig
-
-
-def _log_ticks(lo: float, hi: float) -> dict:
-    """Ticks at 1, 2 and 5 times a power of ten between ``10**lo`` and ``10**hi``, written
-    out (plotly labels a log axis under two decades with every digit 2..9, a clutter)."""
-    for mantissas in ((1, 2, 5), range(1, 10)):  # every digit only in a narrow range
-        values = [m * 10.0**k for k in range(math.floor(lo) - 1, math.ceil(hi) + 1)
-                  for m in mantissas if lo <= math.log10(m * 10.0**k) <= hi]
-        if len(values) >= 2:
-            return {"tickvals": values, "ticktext": [f"{v:g}" for v in values]}
-    return {}  # narrower still: plotly's own ticks

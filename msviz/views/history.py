@@ -130,10 +130,17 @@ def best_so_far_figure(
     import numpy as np
     import plotly.graph_objects as go
 
-    from msviz.views.common import failure_hover, failure_style, note_figure, scatter_type
+    from msviz.views.common import (
+        failure_hover,
+        failure_style,
+        log_axis,
+        note_figure,
+        scatter_type,
+    )
 
     fig = go.Figure()
     shown = [t for t in info.tasks if task is None or t.task == task]
+    drawn: list[Any] = []  # the y values drawn, for the log axis's range and ticks
     for hist in shown:
         # numpy arrays: plotly checks a list element by element, an array at once
         xs = np.asarray(hist.trial if x == "trial" else hist.seconds, dtype=float)
@@ -160,6 +167,7 @@ def best_so_far_figure(
         finite = values[~np.isnan(values)]
         floor = (float(finite.min()) if info.metric == "latency_us" else 0.0) \
             if len(finite) else 0.0
+        drawn += [values[ok], np.full(min(len(bad), 1), floor)]
         for name in dict.fromkeys(failure_style(hist.status[i])[0] for i in bad):
             mine = [i for i in bad if failure_style(hist.status[i])[0] == name]
             fig.add_trace(
@@ -176,7 +184,7 @@ def best_so_far_figure(
         margin={"l": 60, "r": 20, "t": 50, "b": 45},
     )
     if info.metric == "latency_us":
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(**log_axis(np.concatenate(drawn) if drawn else []))
     if not shown:
         note_figure(fig, "no trials yet" if task is None else f"no trials of task {task!r}")
     elif x == "time" and all(math.isnan(s) for h in shown for s in h.seconds):

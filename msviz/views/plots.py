@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import math
 import warnings
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.views.common import failure_hover, failure_style, note_figure, scatter_type
+from msviz.views.common import (
+    failure_hover,
+    failure_style,
+    log_axis,
+    note_figure,
+    scatter_type,
+)
 
 __all__ = [
     "BatchPrediction",
@@ -85,7 +92,7 @@ def trial_scatter_figure(info: TrialScatterInfo) -> Any:
             **failure_hover([s for s, x in mine for _ in x], "trial %{x}")))
     fig.update_layout(title=f"Every trial, by {info.color_by}", xaxis_title="Trial",
                       yaxis_title="Latency (µs)", **_LAYOUT)
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(**log_axis([v for _, _, y in info.groups for v in y]))
     if not points:
         note_figure(fig, "no trials yet")
     return fig
@@ -160,10 +167,33 @@ def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
     return CostModelInfo(batches, _spearman(ok["predicted_score"], ok["gflops"]))
 
 
+#: At most this many batch numbers are written on the cost model's colour bar.
+MOST_BATCH_TICKS = 20
+
+
+def _batch_colors(numbers: list[int]) -> dict:
+    """Marker settings that colour points by their batch number (``color`` left to the
+    caller): one colour per batch in ``numbers`` (sorted, distinct), a colour bar of bands
+    with ticks at the batch numbers (every k-th above :data:`MOST_BATCH_TICKS` batches)."""
+    from plotly.colors import sample_colorscale
+
+    n = len(numbers)
+    colors = sample_colorscale("Viridis", [i / (n - 1) for i in range(n)] if n > 1 else [0.0])
+    # a band per batch, from halfway to the previous number to halfway to the next one
+    lo, hi = numbers[0] - 0.5, numbers[-1] + 0.5
+    edges = [0.0, *(((a + b) / 2 - lo) / (hi - lo) for a, b in pairwise(numbers)), 1.0]
+    scale = [[edge, color] for color, band in zip(colors, pairwise(edges), strict=True)
+             for edge in band]
+    ticks = numbers[::math.ceil(n / MOST_BATCH_TICKS)]
+    return {"colorscale": scale, "cmin": lo, "cmax": hi, "showscale": True,
+            "colorbar": {"title": {"text": "batch"}, "tickvals": ticks,
+                         "ticktext": [str(t) for t in ticks]}}
+
+
 def cost_model_figure(info: CostModelInfo) -> Any:
-    """Predicted score (x) against measured GFLOPS (y): one trace, coloured by batch on a
-    continuous scale (a legend of hundreds of batches would be unreadable); the hover names
-    each point's batch and that batch's rank correlation."""
+    """Predicted score (x) against measured GFLOPS (y): one trace, coloured by batch, with a
+    colour bar of one band per batch (a legend of hundreds of batches would be unreadable);
+    the hover names each point's batch and that batch's rank correlation."""
     import numpy as np
     import plotly.graph_objects as go
 
@@ -181,8 +211,8 @@ def cost_model_figure(info: CostModelInfo) -> Any:
             customdata=rho,
             hovertemplate="batch %{marker.color} (rho %{customdata:.2f})<br>"
                           "score %{x:.3g}, %{y:.3g} GFLOPS<extra></extra>",
-            marker={"size": 6, "color": batch, "colorscale": "Viridis", "showscale": True,
-                    "colorbar": {"title": {"text": "batch"}}},
+            marker={"size": 6, "color": batch,
+                    **_batch_colors([b.batch for b in info.batches])},
         ))
     last = (f"; batch {info.batches[-1].batch}: {_rho(info.batches[-1].spearman)}"
             if info.batches else "")

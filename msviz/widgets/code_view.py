@@ -110,13 +110,11 @@ class CodeView(W.VBox):
                                "code.</i>")
             return
         kind, language = CODE_KINDS[self.kind.value]
-        try:
+        with self.error.guard(self) as guard:
             trial = self.get_trial(index)
             text = code_text(trial, kind, self.target)
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
-        self.error.clear()
         self.title.value = f"<b>trial {index}</b>"
         marks: tuple[int, ...] = ()
         excerpt = ""
@@ -134,11 +132,9 @@ class CodeView(W.VBox):
         from msviz.trace import side_by_side_html
 
         kind, _ = CODE_KINDS[self.kind.value]
-        try:
+        with self.error.guard(self) as guard:
             texts = [code_text(self.get_trial(i), kind, self.target) for i in (a, b)]
             table = side_by_side_html(texts[0], texts[1], names=(f"trial {a}", f"trial {b}"))
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
-        self.error.clear()
         self.diff.value = f'<div class="msviz-diff" style="font-size:11px">{table}</div>'

@@ -8,7 +8,7 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
-__all__ = ["ErrorArea", "Selection", "code_html", "figure_widget", "layout_leaves",
+__all__ = ["ErrorArea", "ErrorGuard", "Selection", "code_html", "figure_widget", "layout_leaves",
            "replace_figure"]
 
 #: The plotly template the widgets draw with (set once per figure widget, kept on updates).
@@ -63,12 +63,53 @@ class ErrorArea(W.HTML):
     def clear(self) -> None:
         self.value = ""
 
+    def guard(self, owner: object, *, clear: bool = True) -> ErrorGuard:
+        """A context manager that shows an exception raised in its block (and swallows it),
+        or clears the area when the block succeeds; ``failed`` says which::
+
+            with self.error.guard(self) as guard:
+                info = compute()
+            if guard.failed:
+                return
+
+        Parameters
+        ----------
+        owner : object
+            The widget whose class name the message starts with.
+        clear : bool
+            Clear the area on success (off where the area also shows others' errors).
+        """
+        return ErrorGuard(self, owner, clear=clear)
+
     @property
     def text(self) -> str:
         """The error shown, as plain text ("" when none)."""
         import re
 
         return html.unescape(re.sub(r"<[^>]+>", "", self.value))
+
+
+class ErrorGuard:
+    """What :meth:`ErrorArea.guard` returns: ``failed`` is True once its block raised."""
+
+    def __init__(self, area: ErrorArea, owner: object, *, clear: bool = True) -> None:
+        self.area, self.owner, self.clear = area, owner, clear
+        self.failed = False
+
+    def __enter__(self) -> ErrorGuard:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
+                 tb: Any) -> bool:
+        if err is None:
+            if self.clear:
+                self.area.clear()
+            return False
+        if not isinstance(err, Exception):  # KeyboardInterrupt, SystemExit: not ours
+            return False
+        self.failed = True
+        self.area.show(self.owner, err)
+        return True
 
 
 def figure_widget() -> Any:

@@ -190,15 +190,13 @@ class Dashboard(W.VBox):
         session = self.session
         if session is None:
             return None
-        try:
+        with self.error.guard(self) as guard:
             if name.startswith("step_"):
                 result = session.step(name[len("step_"):])
             else:
                 result = getattr(session, name)()
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return None
-        self.error.clear()
         self._refresh_state()
         return result
 

@@ -44,13 +44,11 @@ class DesignSpaceView(W.VBox):
 
     def show_rules(self, rules: Any) -> None:
         """Generate the spaces under ``rules`` and mark what changed since the last rules."""
-        try:
+        with self.error.guard(self) as guard:
             new = design_space_info(*design_spaces_and_warnings(self.workload, self.target,
                                                                  rules))
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
-        self.error.clear()
         self.changes = space_changes(self.info, new) if self.info.spaces else None
         self.info = new
         with self.hold_sync():

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import html
-import warnings
 from typing import Any
 
 import ipywidgets as W
 
-from msviz.errors import MsvizWarning
+from msviz.views.common import quiet_empty
 from msviz.views.devices import DevicesInfo, devices_figure, devices_info, latest_status
 from msviz.widgets.common import ErrorArea, figure_widget
 from msviz.widgets.plots import show_figure
@@ -65,15 +64,12 @@ class DevicesView(W.VBox):
 
     def update(self, events: list, trials: Any = None) -> None:
         """Recompute from the newest tracker status in ``events`` and the trials table."""
-        try:
+        with self.error.guard(self) as guard:
             status, waiting = latest_status(events)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MsvizWarning)  # empty: the note says so
+            with quiet_empty():  # empty: the note says so
                 self.info = devices_info(status, trials, waiting=waiting)
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
-        self.error.clear()
         with self.hold_sync():
             self.summary.value = devices_html(self.info)
         show_figure(self.figure, devices_figure(self.info))

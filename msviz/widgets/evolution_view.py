@@ -48,10 +48,9 @@ class EvolutionView(W.VBox):
 
     def update(self, events: list) -> None:
         """Recompute from all events so far and follow the newest generation."""
-        try:
+        with self.error.guard(self, clear=False) as guard:
             self.info = evolution_info(events)
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
         options = [g.generation for g in self.info.generations]
         follow = self.generation.value is None or self.generation.value == (

@@ -4,14 +4,13 @@ per-task bars; plotly FigureWidgets updated in place."""
 from __future__ import annotations
 
 import html
-import warnings
 from typing import Any
 
 import ipywidgets as W
 
-from msviz.errors import MsvizWarning
 from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
+from msviz.views.common import quiet_empty
 from msviz.widgets.common import ErrorArea, figure_widget, layout_leaves, replace_figure
 
 __all__ = ["PlotPanel", "show_figure"]
@@ -108,8 +107,7 @@ class PlotPanel(W.VBox):
         """
         self._trials, self._tasks = trials, tasks if tasks is not None else self._tasks
         failed = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MsvizWarning)  # empty data: the plots say so
+        with quiet_empty():  # empty data: the plots say so
             self._sync_color_options(trials)
             draws = [
                 ("best so far", self.history, (self.metric.value, self.x_axis.value),
@@ -153,11 +151,10 @@ class PlotPanel(W.VBox):
         if run is None:
             self.error.show(self, "no trials yet: no traces to read decisions from")
             return
-        try:
+        with self.error.guard(self, clear=False) as guard:
             frame = trial_decisions(run)
             show_figure(self.decisions, P.decision_plot_figure(P.decision_plot_info(frame)))
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
         self.decisions_box.layout.display = ""
         self.decisions_button.description = "Replot decisions"

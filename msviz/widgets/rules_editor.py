@@ -101,13 +101,11 @@ class RulesEditor(W.VBox):
 
     def apply(self) -> Any:
         """Validate the form and hand the rules to ``on_apply``; errors show under the form."""
-        try:
+        with self.error.guard(self) as guard:
             rules = self.rules()
             result = self.on_apply(rules) if self.on_apply else None
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             self.status.value = ""
             return None
-        self.error.clear()
         self.status.value = "applied: the design spaces are regenerated before the next stage"
         return result

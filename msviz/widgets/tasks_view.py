@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import html
 import math
-import warnings
 from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as W
 
-from msviz.errors import MsvizWarning
 from msviz.views import tasks as V
+from msviz.views.common import quiet_empty
 from msviz.widgets.common import ErrorArea, Selection, figure_widget
 from msviz.widgets.plots import show_figure
 
@@ -143,18 +142,15 @@ class TasksView(W.VBox):
         if data["tasks"] is None:
             self.table.value = "<i>no tasks yet: they are listed when tuning starts</i>"
             return
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MsvizWarning)  # no trials yet: the plots say so
+        with self.error.guard(self) as guard:
+            with quiet_empty():  # no trials yet: the plots say so
                 self.info = V.tasks_info(data["tasks"], data["trials"], data["scheduled"],
                                          done=data["done"])
                 if data["trials"] is not None:
                     self.latency_info = V.model_latency_info(data["tasks"], data["trials"],
                                                              data["end_to_end"])
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
-        self.error.clear()
         names = [ALL_TASKS, *self.info.frame["Name"]]
         if list(self.focus.options) != names:
             keep = self.focus.value if self.focus.value in names else ALL_TASKS
@@ -190,11 +186,9 @@ class TasksView(W.VBox):
         info = self.latency_info
         if info is None:
             return
-        try:
+        with self.error.guard(self, clear=False):
             show_figure(self.latency, V.model_latency_figure(info, x=self.x_axis.value))
             show_figure(self.task_trials, V.task_trials_figure(info, x=self.x_axis.value))
-        except Exception as err:
-            self.error.show(self, err)
 
     # -- focus -----------------------------------------------------------------------------------
 

@@ -150,15 +150,13 @@ class TraceView(W.VBox):
             self.tensorize, self.intrinsics.value = None, ""
             self.title.value = NO_TRIAL
             return
-        try:
+        with self.error.guard(self) as guard:
             self.trial = self.get_trial(index)
             self.sites = decision_sites(self.trial)
             rows = trace_rows(self.trial)
             self.tensorize = tensorize_info(self.trial)
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return
-        self.error.clear()
         used = ", ".join(i.name for i in self.tensorize.intrinsics)
         self.title.value = f"<b>Trace of trial {index}</b> ({len(rows)} instructions, " \
             f"{len(self.sites)} decision sites" + (
@@ -206,14 +204,12 @@ class TraceView(W.VBox):
             self.replay, self.diff.value = None, ""
             self.measure_button.disabled = True
             return None
-        try:
+        with self.error.guard(self) as guard:
             self.replay = with_decisions(self.trial, edits, target=self.target)
-        except Exception as err:
+        if guard.failed:
             self.replay, self.diff.value = None, ""
             self.measure_button.disabled = True
-            self.error.show(self, err)
             return None
-        self.error.clear()
         table = side_by_side_html(self.trial, self.replay, names=("recorded", "edited"))
         self.diff.value = f'<div class="msviz-diff" style="font-size:11px">{table}</div>'
         self.measure_button.disabled = self.on_measure is None
@@ -223,10 +219,9 @@ class TraceView(W.VBox):
         """Send the edited schedule to ``on_measure`` and show what came back."""
         if self.replay is None or self.on_measure is None:
             return None
-        try:
+        with self.error.guard(self, clear=False) as guard:
             result = self.on_measure(self.replay)
-        except Exception as err:
-            self.error.show(self, err)
+        if guard.failed:
             return None
         self.status.value = "measuring the edited schedule..."
         if hasattr(result, "add_done_callback"):  # a session's Future: say how it went
@@ -234,7 +229,5 @@ class TraceView(W.VBox):
         return result
 
     def _measured(self, future: Any) -> None:
-        try:
+        with self.error.guard(self, clear=False):
             self.status.value = html.escape(measured_text(future.result()))
-        except Exception as err:
-            self.error.show(self, err)

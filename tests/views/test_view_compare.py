@@ -101,18 +101,6 @@ def test_runs_of_other_tasks_warn_and_empty_runs_say_why() -> None:
         compare_info({})
 
 
-def test_log_ticks_are_round_numbers_in_range() -> None:
-    from msviz.views.compare import _log_ticks
-
-    def ticks(a: float, b: float) -> list:
-        return _log_ticks(math.log10(a), math.log10(b)).get("tickvals", [])
-
-    assert ticks(25, 550) == [50, 100, 200, 500]
-    assert ticks(0.3, 3) == [0.5, 1, 2]
-    assert ticks(35, 75) == [40, 50, 60, 70]  # no two of 1, 2, 5 x 10^k: every digit
-    assert ticks(41, 44) == []  # plotly's own
-
-
 def test_run_names_tell_work_dirs_apart() -> None:
     assert run_names([Path("/x/a/wd"), Path("/x/b/wd")]) == ["a/wd", "b/wd"]
     assert run_names([Path("/x/stock"), Path("/y/msviz")]) == ["stock", "msviz"]

@@ -72,6 +72,10 @@ def test_figure_splits_candidate_and_infrastructure_failures(trials) -> None:
                      "B: failed", "B: infrastructure failure"]
     assert tuple(fig.data[4].x) == (1.5,) and tuple(fig.data[5].x) == (4.0,)
     assert fig.layout.xaxis.title.text == "Wall time (s)"
+    # 40..100 µs: round ticks at 1, 2, 5 x 10^k, not every digit
+    assert fig.layout.yaxis.type == "log" and list(fig.layout.yaxis.tickvals) == [50.0, 100.0]
+    gflops = best_so_far_figure(best_so_far_info(trials, metric="gflops"))
+    assert gflops.layout.yaxis.type is None and gflops.layout.yaxis.tickvals is None
 
 
 def test_empty_figure_says_why(trials) -> None:

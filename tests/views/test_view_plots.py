@@ -35,6 +35,9 @@ def test_scatter_figure_draws_failures_apart(trials) -> None:
         ("scatter", "status=ok", (0, 2, 4, 5)), ("scatter", "failed", (1,)),
         ("scatter", "infrastructure failure", (3,))]
     assert tuple(fig.data[1].y) == (40.0,)  # on the floor: the fastest latency
+    # 40..100 µs: round ticks at 1, 2, 5 x 10^k, not every digit
+    assert fig.layout.yaxis.type == "log" and list(fig.layout.yaxis.tickvals) == [50.0, 100.0]
+    assert list(fig.layout.yaxis.ticktext) == ["50", "100"]
 
 
 def test_scatter_bad_column_is_named(trials) -> None:
@@ -126,6 +129,14 @@ def test_cost_model_figure_is_one_trace_coloured_by_batch() -> None:
     assert tuple(trace.x) == (0.1, 0.4, 0.4, 0.9, 0.2, 0.3)
     assert tuple(trace.y) == (1.0, 3.0, 2.0, 5.0, 4.0, 1.0)
     assert tuple(trace.marker.color) == (0, 0, 0, 0, 1, 1)
+    # one colour band per batch, the ticks at the batch numbers (not 0, 0.2, ... 1)
+    marker = trace.marker
+    assert list(marker.colorbar.tickvals) == [0, 1] and list(marker.colorbar.ticktext) == \
+        ["0", "1"]
+    assert (marker.cmin, marker.cmax) == (-0.5, 1.5)
+    assert [tuple(c) for c in marker.colorscale] == [
+        (0.0, "rgb(68, 1, 84)"), (0.5, "rgb(68, 1, 84)"),
+        (0.5, "rgb(253, 231, 37)"), (1.0, "rgb(253, 231, 37)")]
     assert tuple(trace.customdata)[3:5] == (pytest.approx(math.sqrt(0.9)), -1.0)  # rho
     assert fig.layout.title.text == "Cost model (rho 0.59; batch 1: -1.00)"
 
@@ -148,6 +159,20 @@ def test_batch_correlations_match_one_batch_at_a_time() -> None:
         assert (math.isnan(b.spearman) and math.isnan(expected)) or \
             b.spearman == pytest.approx(expected, abs=1e-12), b.batch
     assert math.isnan(info.batches[3].spearman) and math.isnan(info.batches[-1].spearman)
+
+
+def test_cost_model_colour_bar_has_a_band_per_batch() -> None:
+    gaps = pd.DataFrame({"batch": [2, 3, 3, 6], "predicted_score": [0.1, 0.2, 0.3, 0.4],
+                         "gflops": [1.0, 2.0, 3.0, 4.0]})
+    marker = P.cost_model_figure(P.cost_model_info(gaps)).data[0].marker
+    assert list(marker.colorbar.tickvals) == [2, 3, 6]
+    assert (marker.cmin, marker.cmax) == (1.5, 6.5)
+    # bands from halfway to the previous batch number to halfway to the next one
+    assert [round(c[0], 12) for c in marker.colorscale] == [0.0, 0.2, 0.2, 0.6, 0.6, 1.0]
+    assert len({c[1] for c in marker.colorscale}) == 3
+    many = pd.DataFrame({"batch": range(45), "predicted_score": 0.5, "gflops": 1.0})
+    bar = P.cost_model_figure(P.cost_model_info(many)).data[0].marker.colorbar
+    assert list(bar.tickvals) == list(range(0, 45, 3))  # at most 20 numbers written
 
 
 def test_cost_model_with_no_scored_success_is_empty(same) -> None:
