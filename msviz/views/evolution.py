@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, NamedTuple
 
+from msviz.views.common import note_figure
+
 __all__ = ["EvolutionInfo", "GenerationInfo", "evolution_info"]
 
 
@@ -106,7 +108,5 @@ def evolution_figure(info: GenerationInfo) -> Any:
                       yaxis_title="Predicted score", height=340,
                       margin={"l": 60, "r": 20, "t": 50, "b": 40})
     if not info.iterations and not info.picked_scores:
-        from msviz.views.common import note_figure
-
         note_figure(fig, "no genetic iteration of this generation yet")
     return fig

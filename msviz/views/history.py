@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.views.common import failure_hover, failure_style, log_axis, note_figure, scatter_type
 
 __all__ = [
     "HistoryInfo",
@@ -129,14 +130,6 @@ def best_so_far_figure(
         raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
     import numpy as np
     import plotly.graph_objects as go
-
-    from msviz.views.common import (
-        failure_hover,
-        failure_style,
-        log_axis,
-        note_figure,
-        scatter_type,
-    )
 
     fig = go.Figure()
     shown = [t for t in info.tasks if task is None or t.task == task]

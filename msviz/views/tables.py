@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from msviz.views.common import is_infra
+
 __all__ = [
     "FILTER_COLUMNS",
     "TableInfo",
@@ -172,8 +174,6 @@ def failure_triage_info(trials: pd.DataFrame) -> TableInfo:
     ``fault`` says whom a failure blames: ``infrastructure`` (status ``infra_error``: the
     measuring machinery failed, not the candidate) or ``candidate``.
     """
-    from msviz.views.common import is_infra
-
     failed = trials[trials["status"] != "ok"]
     if failed.empty:
         return TableInfo(pd.DataFrame(columns=list(TRIAGE_COLUMNS)), "")

@@ -9,6 +9,8 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz import trace as T
+from msviz.trace import side_by_side_html
 from msviz.trace.code import SpecialInstructions, special_instructions
 from msviz.widgets.common import MARK_STYLE, ErrorArea, Selection, code_html
 
@@ -27,8 +29,6 @@ CODE_KINDS = {
 
 def code_text(trial: Any, kind: str, target: Any) -> str:
     """The text of one code kind for a trial (``Trial``, ``Replay`` or ``Schedule``)."""
-    from msviz import trace as T
-
     if kind == "script":
         return T.tvmscript(trial)
     if kind == "trace":
@@ -129,8 +129,6 @@ class CodeView(W.VBox):
 
     def show_diff(self, a: int, b: int) -> None:
         """Side-by-side diff of trials ``a`` and ``b`` in the chosen code kind."""
-        from msviz.trace import side_by_side_html
-
         kind, _ = CODE_KINDS[self.kind.value]
         with self.error.guard(self) as guard:
             texts = [code_text(self.get_trial(i), kind, self.target) for i in (a, b)]

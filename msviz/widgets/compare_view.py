@@ -9,6 +9,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.records import Run, open_work_dir
 from msviz.views.compare import (
     CompareInfo,
     compare_figure,
@@ -75,8 +76,6 @@ def compare(*sources: Any, names: list[str] | None = None) -> CompareView:
         Its ``info`` holds the numbers; :func:`msviz.views.compare.summary_frame` makes the
         table a DataFrame.
     """
-    from msviz.records import Run, open_work_dir
-
     if not sources:
         raise ValueError("msviz.compare needs at least one work dir, Run or Session")
     runs = []

@@ -14,10 +14,15 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
+from msviz.compat import describe_target
+from msviz.records.run import Run
+from msviz.views import failure_triage_info
+from msviz.views.tasks import tasks_info
 from msviz.widgets.adapter import UIAdapter
 from msviz.widgets.code_view import CodeView
 from msviz.widgets.common import ErrorArea, Selection
 from msviz.widgets.design_space_view import DesignSpaceView
+from msviz.widgets.devices_view import DevicesView
 from msviz.widgets.evolution_view import EvolutionView
 from msviz.widgets.plots import PlotPanel
 from msviz.widgets.rules_editor import RulesEditor
@@ -64,8 +69,6 @@ class Dashboard(W.VBox):
     """
 
     def __init__(self, source: Any, *, max_rate: float = 10.0, loop: Any = None) -> None:
-        from msviz.records.run import Run
-
         self.session = None if isinstance(source, Run) else source
         self._run = source if isinstance(source, Run) else None
         self.selection = Selection()
@@ -132,8 +135,6 @@ class Dashboard(W.VBox):
             self._tasks_stale = True
         self.devices = None  # the Devices tab, last, when the session measures over RPC
         if self.session is not None and getattr(self.session, "fleet", None) is not None:
-            from msviz.widgets.devices_view import DevicesView
-
             self.devices = DevicesView(self.session.events.snapshot(), self.session.trials)
             children.append(("Devices", self.devices))
         self.tabs = W.Tab(children=[c for _, c in children])
@@ -267,8 +268,6 @@ class Dashboard(W.VBox):
 
     def _refresh_triage(self, trials: Any) -> None:
         """Failures grouped by cause, above the table (hidden while there are none)."""
-        from msviz.views import failure_triage_info
-
         # Trials are only appended: the failures changed iff their count or the last one did
         # (re-grouping thousands of error texts on every batch would grow with the run).
         failed = trials["trial"][trials["status"] != "ok"] if len(trials) else trials["trial"]
@@ -351,7 +350,6 @@ class Dashboard(W.VBox):
         fastest task's (None for one task)."""
         if self._task_count() < 2:
             return None
-        from msviz.views.tasks import tasks_info
 
         tasks = self._model["tasks"] if self._model["tasks"] is not None else self._tasks()
         try:
@@ -425,8 +423,6 @@ class Dashboard(W.VBox):
 def _target_text(target: Any) -> str:
     """The header line naming where kernels are compiled for (and measured)."""
     import html
-
-    from msviz.compat import describe_target
 
     try:
         text = describe_target(target)

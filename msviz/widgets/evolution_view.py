@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.views.common import note_figure
 from msviz.views.evolution import EvolutionInfo, evolution_figure, evolution_info
 from msviz.widgets.common import ErrorArea, figure_widget
 from msviz.widgets.plots import show_figure
@@ -67,8 +68,6 @@ class EvolutionView(W.VBox):
         info = gens.get(self.generation.value)
         if info is None:
             import plotly.graph_objects as go
-
-            from msviz.views.common import note_figure
 
             self.summary.value = "<i>no generation yet</i>"
             show_figure(self.figure, note_figure(go.Figure(layout={"height": 340}), (

@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.trace.spaces import trial_decisions
 from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
 from msviz.views.common import quiet_empty
@@ -145,8 +146,6 @@ class PlotPanel(W.VBox):
 
     def plot_decisions(self, run: Any = None) -> None:
         """Draw decisions against latency for the fastest trials (reads their traces)."""
-        from msviz.trace.spaces import trial_decisions
-
         run = run or (self._run() if callable(self._run) else self._run)
         if run is None:
             self.error.show(self, "no trials yet: no traces to read decisions from")

@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.space_generator.rules import RuleError
 from msviz.widgets.common import ErrorArea
 
 __all__ = ["RulesEditor"]
@@ -35,8 +36,6 @@ def _param_value(widget: W.Widget, original: Any, rule: str, name: str) -> Any:
     try:
         return json.loads(widget.value)
     except ValueError as err:
-        from msviz.space_generator.rules import RuleError
-
         raise RuleError(f"rule {rule}: parameter {name}: {widget.value!r} is not JSON ({err})")\
             from None
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.trace import decision_sites, side_by_side_html, trace_rows, with_decisions
+from msviz.trace.tensorize import tensorize_info
 from msviz.widgets.common import ErrorArea, Selection, code_html
 
 __all__ = ["TraceView", "measured_text"]
@@ -139,9 +141,6 @@ class TraceView(W.VBox):
 
     def show(self, index: int) -> None:
         """Show trial ``index``: its instructions and one editor per decision site."""
-        from msviz.trace import decision_sites, trace_rows
-        from msviz.trace.tensorize import tensorize_info
-
         self.replay, self.diff.value, self.status.value = None, "", ""
         self.measure_button.disabled = True
         if index < 0:
@@ -196,8 +195,6 @@ class TraceView(W.VBox):
 
     def apply_edits(self) -> Any:
         """Replay the trace with the edited decisions; show the TVMScript diff or the error."""
-        from msviz.trace import side_by_side_html, with_decisions
-
         edits = self.edits()
         self.status.value = ""
         if not edits:
