@@ -19,6 +19,7 @@ from msviz.check.model import check_model
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
 from msviz.records.sidecar import SidecarWriter
+from msviz.space_generator.generate import design_spaces_and_warnings
 from msviz.space_generator.rules import RuleSet
 
 __all__ = ["Worker"]
@@ -40,29 +41,44 @@ class Worker:
         self.shared: SharedParts | None = None
         self.measure_lock = threading.Lock()  # all measurements, one at a time
 
-    def remeasure_aside(self, arg: tuple, future: Future | None = None) -> Future:
-        """Re-measure on a thread of its own (the session is not running), one at a time."""
+    def aside(self, fn: Any, future: Future | None = None) -> Future:
+        """Run ``fn()`` on a thread of its own under the measurement lock (the session is not
+        running, so no queue applies it); its result or error resolves the future."""
         future = future or Future()
 
-        def work() -> None:
+        def run() -> None:
             try:
                 with self.measure_lock:
-                    tuners, shared = self.tuners, self.shared
-                    fresh = not tuners or not all(t.ready for t in tuners)
-                    if fresh:
-                        shared, tuners = self.make_tuners()
-                        if self.session.state == "idle":
-                            self.shared, self.tuners = shared, tuners  # start() reuses them
-                    try:
-                        future.set_result(tuners[arg[2]].remeasure(arg[0], arg[1]))
-                    finally:
-                        if fresh and tuners is not self.tuners:
-                            close_tuners(tuners, shared)  # the session has ended
+                    future.set_result(fn())
             except BaseException as err:
                 future.set_exception(err)
 
-        threading.Thread(target=work, name="msviz-remeasure", daemon=True).start()
+        threading.Thread(target=run, name="msviz-aside", daemon=True).start()
         return future
+
+    def remeasure_aside(self, arg: tuple, future: Future | None = None) -> Future:
+        """Re-measure outside a running session, one at a time (tuners set up if needed)."""
+        def remeasure() -> Any:
+            tuners, shared = self.tuners, self.shared
+            fresh = not tuners or not all(t.ready for t in tuners)
+            if fresh:
+                shared, tuners = self.make_tuners()
+                if self.session.state == "idle":
+                    self.shared, self.tuners = shared, tuners  # start() reuses them
+            try:
+                return tuners[arg[2]].remeasure(arg[0], arg[1])
+            finally:
+                if fresh and tuners is not self.tuners:
+                    close_tuners(tuners, shared)  # the session has ended
+
+        return self.aside(remeasure, future)
+
+    def design_spaces(self, rules: RuleSet | None, index: int) -> tuple[list, list[str]]:
+        """The design spaces (and why an intrinsic was not used) of task ``index`` under
+        ``rules`` (default: the task's rules now)."""
+        s = self.session
+        rules = rules or s._task_rules.get(index, s.rules)
+        return design_spaces_and_warnings(s.tasks[index].workload, s.target, rules)
 
     def make_tuners(self) -> tuple[SharedParts, list[Tuner]]:
         """The shared parts and one tuner per task, set up (on the calling thread)."""
@@ -83,6 +99,8 @@ class Worker:
             if name == "remeasure":
                 what, repeats, index = arg
                 return self.tuners[index].remeasure(what, repeats)
+            if name == "design_spaces":
+                return self.design_spaces(*arg)
             if s._loop.steer(name, arg):
                 s.events.emit("tasks", s.name, tasks=s.tasks_info())
             return None
@@ -160,6 +178,8 @@ class Worker:
         for command, arg, future in control.take_pending():
             if command == "remeasure":  # still possible: run it on its own
                 self.remeasure_aside(arg, future)
+            elif command == "design_spaces":
+                self.aside(lambda arg=arg: self.design_spaces(*arg), future)
             else:
                 future.set_exception(SessionStateError(f"{command} not applied: the session "
                                                        "ended"))

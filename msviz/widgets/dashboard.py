@@ -126,7 +126,9 @@ class Dashboard(W.VBox):
         if self.session is not None:
             self.evolution = EvolutionView(self.session.events.snapshot())
             self.spaces = DesignSpaceView(self.session.workload, target=target,
-                                          rules=self.session.rules, compute=False)
+                                          rules=self.session.rules, compute=False,
+                                          generate=lambda rules: self.session.design_spaces(
+                                              rules))
             self.rules_editor = RulesEditor(self.session.rules, on_apply=self._apply_rules)
             children += [("Evolution", self.evolution), ("Design spaces", self.spaces),
                          ("Rules", self.rules_editor)]

@@ -26,11 +26,17 @@ class DesignSpaceView(W.VBox):
         Target of the rules.
     rules : RuleSet, optional
         Default: the target's defaults.
+    generate : callable, optional
+        ``generate(rules)`` -> ``(spaces, warnings)`` or a Future of them (a session's
+        :meth:`~msviz.Session.design_spaces`, which its worker answers between stages); default:
+        generated here, for a finished run.
     """
 
     def __init__(self, workload: Any, *, target: Any = "llvm", rules: Any = None,
-                 compute: bool = True) -> None:
+                 compute: bool = True, generate: Any = None) -> None:
         self.workload, self.target = workload, target
+        self.generate = generate or (
+            lambda rules: design_spaces_and_warnings(self.workload, self.target, rules))
         self.info = DesignSpaceInfo(())
         self.changes: Any = None
         self.summary = W.HTML()
@@ -45,8 +51,25 @@ class DesignSpaceView(W.VBox):
     def show_rules(self, rules: Any) -> None:
         """Generate the spaces under ``rules`` and mark what changed since the last rules."""
         with self.error.guard(self) as guard:
-            new = design_space_info(*design_spaces_and_warnings(self.workload, self.target,
-                                                                 rules))
+            result = self.generate(rules)
+        if guard.failed:
+            return
+        if hasattr(result, "add_done_callback"):  # the session's worker answers between stages
+            self.summary.value = ("<i>generating the design spaces in the session's worker "
+                                  "(between stages)…</i>")
+            result.add_done_callback(self._generated)
+            return
+        self._show(result)
+
+    def _generated(self, future: Any) -> None:
+        with self.error.guard(self) as guard:
+            result = future.result()
+        if not guard.failed:
+            self._show(result)
+
+    def _show(self, result: tuple) -> None:
+        with self.error.guard(self) as guard:
+            new = design_space_info(*result)
         if guard.failed:
             return
         self.changes = space_changes(self.info, new) if self.info.spaces else None
