@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
+from msviz.engine import options
 from msviz.engine import scheduler as scheduler_mod
 from msviz.engine.events import EventLog
 from msviz.engine.presets import knobs_for
@@ -139,6 +140,8 @@ class Session:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         if max_trials_per_task is not None:
             _check_budget("max_trials_per_task", max_trials_per_task)
+        options.check_work_dir(work_dir, resume)
+        seed = options.check_seed(seed)
         self.knobs = knobs_for(preset, **knobs)
         self.preset = preset
         self.target = compat.make_target(target)
@@ -165,7 +168,7 @@ class Session:
                 f"{self.work_dir} already holds tuning records: pass resume=True to continue "
                 "them, or choose another work_dir")
         self._resume = resume
-        self.seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little") \
+        self.seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little") \
             % (2**31 - 2) + 1
         self.max_trials = max_trials
         self.trials_per_batch = trials_per_batch
