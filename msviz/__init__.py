@@ -3,6 +3,7 @@
 from msviz import models, workloads
 from msviz.engine import RuleSet, Session
 from msviz.engine.py_strategy import search_strategy as search_strategy
+from msviz.engine.rpc import rpc
 from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
@@ -22,6 +23,7 @@ __all__ = [
     "decision_sites",
     "models",
     "open",
+    "rpc",
     "trace_rows",
     "with_decisions",
     "workloads",
