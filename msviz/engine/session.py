@@ -15,19 +15,20 @@ import os
 import tempfile
 import threading
 import traceback
+import warnings
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.engine import options
+from msviz.engine import intrinsics, options
 from msviz.engine import scheduler as scheduler_mod
 from msviz.engine.events import EventLog
 from msviz.engine.presets import knobs_for
 from msviz.engine.rules import RuleSet
 from msviz.engine.task_loop import TaskLoop
 from msviz.engine.tuner import SharedParts, Tuner
-from msviz.errors import MsvizError, WorkDirError
+from msviz.errors import MsvizError, MsvizWarning, WorkDirError
 from msviz.records import database as db_files
 from msviz.records.sidecar import SidecarWriter
 
@@ -189,6 +190,11 @@ class Session:
         #: The tracker and key when measuring over RPC (an RPCSpec), else None.
         self.fleet = fleet_of(runner)
         self.events = EventLog()
+        note = intrinsics.untensorized_int8([t.workload for t in self.tasks], self.target,
+                                            self.rules)
+        if note:  # an int8 workload the target cannot tensorize: say so now, not never
+            warnings.warn(note, MsvizWarning, stacklevel=2)
+            self.events.emit("warning", self.name, message=note)
         self._tuners: list[Tuner] = []
         self._loop = TaskLoop(
             self.tasks, scheduler_mod.create(task_scheduler, seed=self.seed),

@@ -64,7 +64,7 @@ def design_spaces_and_warnings(mod: Any, target: Any = "llvm", rules: Any = None
 
     workload = resolve(mod)
     target = compat.make_target(target)
-    from msviz.engine.intrinsics import unused
+    from msviz.engine.intrinsics import untensorized_int8, unused
 
     rules = rules or RuleSet.default(target)
     ctx = compat.ms.TuneContext(mod=workload.mod, target=target,
@@ -80,7 +80,8 @@ def design_spaces_and_warnings(mod: Any, target: Any = "llvm", rules: Any = None
         )
         for k, sch in enumerate(schedules)
     ]
-    return spaces, skipped + unused(offered, schedules, workload)
+    note = untensorized_int8([workload], target, rules)  # no VNNI: why nothing tensorizes
+    return spaces, skipped + unused(offered, schedules, workload) + ([note] if note else [])
 
 
 def space_key(trace: Any) -> tuple[str, ...]:
