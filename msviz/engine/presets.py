@@ -34,9 +34,9 @@ class SearchKnobs:
     init_measured_ratio : float
         Share of the population taken from the best measured records, in [0, 1].
     init_min_unmeasured : int
-        Fewest fresh random samples a generation needs, or the search ends.
+        Fewest fresh random samples a generation needs, or the search ends (>= 1).
     max_fail_count : int
-        Sampling rounds that may produce nothing before the initial sampling gives up.
+        Sampling rounds that may produce nothing before the initial sampling gives up (>= 1).
     genetic_num_iters : int
         Genetic iterations per generation.
     genetic_mutate_prob : float

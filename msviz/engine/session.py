@@ -95,7 +95,8 @@ class Session:
     preset : {"msviz", "stock"}
         Knob defaults; ``"stock"`` reproduces MetaSchedule's exactly.
     resume : bool
-        Continue what ``work_dir`` holds (required when it already holds records).
+        Continue what ``work_dir`` holds (required when it already holds records; the
+        ``work_dir`` must exist).
     builder, runner : str | Builder | Runner
         ``"local"`` (default), ``"rpc"`` (runner), or MetaSchedule objects. The runner may
         also be :func:`msviz.rpc`'s spec (a tracker and key); over RPC the session waits for
