@@ -15,6 +15,10 @@ class WorkloadError(MsvizError, ValueError):
     """A workload name, size index or object that msviz cannot turn into an IRModule."""
 
 
+class TargetError(MsvizError, ValueError):
+    """A target msviz cannot tune for as given (e.g. an ``mcpu`` LLVM does not know)."""
+
+
 class DecisionError(MsvizError, ValueError):
     """An edited decision that is not valid for its sampling instruction."""
 

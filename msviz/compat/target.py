@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from typing import Any, NamedTuple
 
 import tvm
+
+from msviz.errors import TargetError
 
 
 def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.target.Target:
@@ -34,7 +37,7 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
         spec = dict(target)
         if spec.get("kind") == "llvm":
             spec.setdefault("num-cores", cores)
-        return tvm.target.Target(spec)
+        return check_llvm_cpu(tvm.target.Target(spec))
     if not isinstance(target, str):
         raise TypeError(
             f"target must be a str, dict or tvm.target.Target, not {type(target).__name__}"
@@ -57,6 +60,11 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
         import json
 
         return make_target(json.loads(target), num_cores=num_cores)
+    cli = re.match(r"\s*llvm\s.*-mcpu=(\S+)", target)  # TVM 0.27 rejects this form anyway
+    if cli:  # but first name a mistyped CPU
+        triple = re.search(r"-mtriple=(\S+)", target)
+        check_llvm_cpu(tvm.target.Target({"kind": "llvm", "mcpu": cli[1], **(
+            {"mtriple": triple[1]} if triple else {})}))
     try:
         return tvm.target.Target(target)
     except Exception as err:
@@ -64,6 +72,38 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
             f"unknown target {target!r}: use 'llvm', 'cuda', a tag such as 'nvidia/nvidia-h100', "
             f"or a dict like {{'kind': 'llvm', 'num-cores': 2}} ({err})"
         ) from None
+
+
+def check_llvm_cpu(target: tvm.target.Target) -> tvm.target.Target:
+    """``target`` unchanged when its ``mcpu`` is a CPU LLVM knows (for its ``mtriple``, or this
+    machine's); LLVM itself only prints a line on stderr and compiles for a generic CPU.
+
+    Raises
+    ------
+    msviz.errors.TargetError
+        Naming the CPU, close names, and how to list the valid ones.
+    """
+    if str(target.kind.name) != "llvm" or "mcpu" not in target.attrs:
+        return target
+    codegen = tvm.target.codegen
+    mcpu = str(target.attrs["mcpu"])
+    triple = str(target.attrs["mtriple"]) if "mtriple" in target.attrs else ""
+    triple = triple or str(codegen.llvm_get_system_triple())
+    if codegen.llvm_is_valid_cpu(mcpu, triple):
+        return target
+    names = [str(c) for c in codegen.llvm_get_cpu_archlist(
+        tvm.target.Target({"kind": "llvm", "mtriple": triple}))]
+    if not names:  # LLVM has no backend for this triple: nothing to compare with
+        return target
+    close = difflib.get_close_matches(mcpu, names, n=3)
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    if mcpu == "native":
+        hint = "; target='llvm' gives this machine's CPU."
+    raise TargetError(
+        f"target mcpu {mcpu!r} is not a CPU LLVM knows for {triple} (LLVM would ignore it and "
+        f"compile for a generic CPU){hint or '.'} List the valid names with "
+        "tvm.target.codegen.llvm_get_cpu_archlist(tvm.target.Target({'kind': 'llvm'})) or "
+        "`llc -mcpu=help`.")
 
 
 class HostCPU(NamedTuple):

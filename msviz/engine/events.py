@@ -26,7 +26,7 @@ Fields of the main kinds (every task event also has ``task_index``):
 * ``initial_population`` / ``generation`` / ``picked``: ``generation`` (continues across a
   resume) and ``failures``: ``{step: count}``, each failed try counted once, in the stage where
   it happened, under the step that failed (``"trace replay"``, a postproc's class name, or
-  ``"mutator <Name>"``); see :meth:`msviz.engine.evolution.EvolutionarySearch.generate`.
+  ``"mutator <Name>"``); see :meth:`msviz.engine.search.evolution.EvolutionarySearch.generate`.
 * ``measured``: ``batch``, ``best_us`` and ``trials``, one dict per trial with everything a
   trials-table row needs: ``line``, ``task``, ``workload``, ``task_trial``, ``batch``,
   ``generation``, ``timestamp`` (``time.time()``; the sidecar line has the same instant),

@@ -1,19 +1,107 @@
-"""A session's options checked where they are given, each error naming its argument."""
+"""A Session's arguments, checked in its constructor so a bad one fails before tuning, each
+error naming the argument and what was wrong; and what the workload argument means."""
 
 from __future__ import annotations
 
+import numbers
+import os
+from pathlib import Path
 from typing import Any
 
 from msviz import models
+from msviz.check.schedule import validate_mode
+from msviz.errors import WorkDirError
+from msviz.records import database as db_files
 from msviz.workloads import resolve
 
-__all__ = ["check_budget", "tasks_of"]
+__all__ = [
+    "STRATEGIES",
+    "check_budget",
+    "check_seed",
+    "check_session",
+    "check_work_dir",
+    "tasks_of",
+]
+
+#: The search strategies a Session runs.
+STRATEGIES = ("evolutionary", "replay")
 
 
 def check_budget(name: str, value: Any) -> None:
     """A trial budget: an int >= 1 (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def check_seed(seed: Any) -> int | None:
+    """``seed`` as an int (None stays None).
+
+    Only integers are seeds (numpy's too): ``1.7`` or ``True`` would silently become 1.
+
+    Raises
+    ------
+    TypeError
+        For a bool, float, str or any other non-integer.
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(
+            f"seed must be an int (or None for a random seed), not {type(seed).__name__} "
+            f"{seed!r}")
+    return int(seed)
+
+
+def check_work_dir(work_dir: Any, resume: Any) -> None:
+    """Refuse a ``work_dir`` that cannot be used, a ``resume`` with nothing to resume, and a
+    fresh start over records (which would mix two runs).
+
+    Raises
+    ------
+    WorkDirError
+        ``work_dir`` is an existing file; ``resume=True`` and ``work_dir`` is None or does not
+        exist (a mistyped path would silently start a new run); or ``resume=False`` and
+        ``work_dir`` holds tuning records.
+    """
+    if work_dir is not None and Path(work_dir).exists() and not Path(work_dir).is_dir():
+        raise WorkDirError(
+            f"work_dir {str(work_dir)!r} is a file, not a directory: pass a new directory or "
+            "one that holds a MetaSchedule work dir")
+    if resume:
+        if work_dir is None:
+            raise WorkDirError(
+                "resume=True needs the work_dir of the run to continue; pass work_dir=..., or "
+                "resume=False to start a new run")
+        if not Path(work_dir).exists():
+            raise WorkDirError(
+                f"resume=True but work_dir {str(work_dir)!r} does not exist (nothing to resume; "
+                "a mistyped path?): check the path, or pass resume=False to start a new run "
+                "there")
+    elif work_dir is not None:
+        records = Path(work_dir) / db_files.RECORD_FILE
+        if records.is_file() and records.stat().st_size > 0:
+            raise WorkDirError(
+                f"{work_dir} already holds tuning records: pass resume=True to continue "
+                "them, or choose another work_dir")
+
+
+def check_session(*, check: Any, strategy: Any, max_trials: Any, trials_per_batch: Any,
+                  max_trials_per_task: Any, work_dir: Any, resume: Any, seed: Any
+                  ) -> tuple[str, int]:
+    """Check a Session's arguments; returns its result-check mode and its seed (a random one
+    for ``seed=None``)."""
+    mode = validate_mode(check)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be 'evolutionary' or 'replay', not {strategy!r}")
+    check_budget("max_trials", max_trials)
+    check_budget("trials_per_batch", trials_per_batch)
+    if max_trials_per_task is not None:
+        check_budget("max_trials_per_task", max_trials_per_task)
+    check_work_dir(work_dir, resume)
+    seed = check_seed(seed)
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "little") % (2**31 - 2) + 1
+    return mode, seed
 
 
 def tasks_of(workload: Any, target: Any, *, params: dict | None = None,

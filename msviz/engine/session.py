@@ -7,14 +7,13 @@ measurement below it), and everything it does is an event (:mod:`msviz.engine.ev
 
 from __future__ import annotations
 
-import os
 import tempfile
+import warnings
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from msviz import compat, hooks
-from msviz.check.schedule import validate_mode
 from msviz.engine.control import (
     STATES,
     Control,
@@ -23,14 +22,14 @@ from msviz.engine.control import (
 )
 from msviz.engine.events import EventLog
 from msviz.engine.measure.rpc import fleet_of
-from msviz.engine.options import check_budget, tasks_of
+from msviz.engine.options import check_budget, check_session, tasks_of
 from msviz.engine.search.presets import knobs_for
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.worker import Worker
-from msviz.errors import WorkDirError
-from msviz.records import database as db_files
+from msviz.errors import MsvizWarning
 from msviz.records.run import Run
+from msviz.space_generator.intrinsics import untensorized_int8
 from msviz.space_generator.rules import RuleSet
 
 __all__ = ["STATES", "Session", "SessionStateError"]
@@ -79,7 +78,8 @@ class Session:
     preset : {"msviz", "stock"}
         Knob defaults; ``"stock"`` reproduces MetaSchedule's exactly.
     resume : bool
-        Continue what ``work_dir`` holds (required when it already holds records).
+        Continue what ``work_dir`` holds (required when it already holds records; the
+        ``work_dir`` must exist).
     builder, runner : str | Builder | Runner
         ``"local"`` (default), ``"rpc"`` (runner), or MetaSchedule objects. The runner may
         also be :func:`msviz.rpc`'s spec (a tracker and key); over RPC the session waits for
@@ -113,13 +113,10 @@ class Session:
                  task_scheduler: Any = "gradient", params: dict | None = None,
                  spec: dict | None = None, end_to_end_check: bool = True,
                  check: str = "best", **knobs: Any) -> None:
-        self.check = validate_mode(check)
-        if strategy not in ("evolutionary", "replay"):
-            raise ValueError(f"strategy must be 'evolutionary' or 'replay', not {strategy!r}")
-        for name, value in (("max_trials", max_trials), ("trials_per_batch", trials_per_batch),
-                            ("max_trials_per_task", max_trials_per_task)):
-            if value is not None or name != "max_trials_per_task":
-                check_budget(name, value)
+        self.check, self.seed = check_session(
+            check=check, strategy=strategy, max_trials=max_trials,
+            trials_per_batch=trials_per_batch, max_trials_per_task=max_trials_per_task,
+            work_dir=work_dir, resume=resume, seed=seed)
         self.knobs = knobs_for(preset, **knobs)
         self.preset = preset
         self.target = compat.make_target(target)
@@ -131,14 +128,7 @@ class Session:
         self.rules = (rules or RuleSet.default(self.target)).copy().validate()
         self.work_dir = Path(work_dir) if work_dir is not None else Path(
             tempfile.mkdtemp(prefix="msviz-"))
-        records = self.work_dir / db_files.RECORD_FILE
-        if not resume and records.is_file() and records.stat().st_size > 0:
-            raise WorkDirError(
-                f"{self.work_dir} already holds tuning records: pass resume=True to continue "
-                "them, or choose another work_dir")
         self._resume = resume
-        self.seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little") \
-            % (2**31 - 2) + 1
         self.max_trials = max_trials
         self.trials_per_batch = trials_per_batch
         self.max_trials_per_task = max_trials_per_task
@@ -156,6 +146,10 @@ class Session:
         #: The tracker and key when measuring over RPC (an RPCSpec), else None.
         self.fleet = fleet_of(runner)
         self.events = EventLog()
+        note = untensorized_int8([t.workload for t in self.tasks], self.target, self.rules)
+        if note:  # an int8 workload the target cannot tensorize: say so now, not never
+            warnings.warn(note, MsvizWarning, stacklevel=2)
+            self.events.emit("warning", self.name, message=note)
         self._worker = Worker(self)
         self._loop = TaskLoop(
             self.tasks, scheduler_mod.create(task_scheduler, seed=self.seed),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from msviz import compat
-from msviz.space_generator.intrinsics import unused
+from msviz.space_generator.intrinsics import untensorized_int8, unused
 from msviz.space_generator.rules import RuleSet
 from msviz.trace.sites import decision_sites
 from msviz.trace.spaces import DesignSpace
@@ -60,4 +60,5 @@ def design_spaces_and_warnings(mod: Any, target: Any = "llvm", rules: Any = None
         )
         for k, sch in enumerate(schedules)
     ]
-    return spaces, skipped + unused(offered, schedules, workload)
+    note = untensorized_int8([workload], target, rules)  # no VNNI: why nothing tensorizes
+    return spaces, skipped + unused(offered, schedules, workload) + ([note] if note else [])

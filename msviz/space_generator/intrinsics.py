@@ -21,6 +21,7 @@ __all__ = [
     "intrin_of",
     "keep_untensorized",
     "tensorize_specs",
+    "untensorized_int8",
     "unusable",
     "unused",
 ]
@@ -147,3 +148,27 @@ def keep_untensorized(rule: Any) -> Any:
 
         _KEEP_CLASS = compat.derived_object(KeepUntensorized)
     return _KEEP_CLASS(rule)
+
+
+#: Operand dtypes of ``dot_16x4_vnni`` (u8 x i8 -> i32), known without registering intrinsics.
+_VNNI_DTYPES = {"uint8", "int8"}
+
+
+def untensorized_int8(workloads: list[Any], target: Any, rules: Any) -> str | None:
+    """Why int8 workloads tune untensorized on an llvm target without AVX-512 VNNI, or None.
+
+    Said when the rules offer no tensor intrinsic (then :func:`unusable` / :func:`unused`
+    explain): the default rules add ``dot_16x4_vnni`` only for a VNNI CPU, so without this
+    note an int8 workload would just tune slower, silently.
+    """
+    target = compat.make_target(target)
+    if str(target.kind.name) != "llvm" or rules.intrinsics() or default_intrin(target):
+        return None
+    names = [w.name for w in workloads if _VNNI_DTYPES <= {
+        dtype for dtype, _ in _operands(next(f for _, f in w.mod.functions_items()))}]
+    if not names:
+        return None
+    return (f"int8 workload(s) {', '.join(names)}: the target ({compat.describe_target(target)}) "
+            f"has no AVX-512 VNNI (avx512vnni), so the default rules add no {compat.VNNI_INTRIN!r}"
+            " and it tunes untensorized (no vpdpbusd); on a VNNI CPU, target='llvm' or an mcpu "
+            "such as 'cascadelake' tensorizes it")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +154,11 @@ def _normalize_edits(trace: Any, decisions: Any) -> dict[int, Any]:
                 len(insts))
     sampling = [i for i in range(post) if is_sampling(insts[i].kind.name)]
     edits: dict[int, Any] = {}
+    if decisions is not None and not isinstance(decisions, Mapping):
+        raise TypeError(
+            f"decisions must be a dict {{instruction index: new decision}} (e.g. "
+            f"{{6: [4, 8, 2, 2]}}), not a {type(decisions).__name__}: {decisions!r}; this "
+            f"trace's sampling instructions: {sampling}")
     for key, value in dict(decisions or {}).items():
         index = key.index if isinstance(key, DecisionSite) else key
         try:

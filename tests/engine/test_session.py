@@ -237,14 +237,6 @@ def test_started_and_measured_events_carry_full_rows(stepped: Any) -> None:
                 assert key in row
 
 
-def test_init_min_unmeasured_zero_on_empty_database(tmp_path: Path, tiny_session: Any) -> None:
-    session = tiny_session(tmp_path / "wd", init_min_unmeasured=0)
-    session.start()
-    assert session.wait(300) == "finished"  # ends with a reason, no IndexError
-    assert "init_min_unmeasured=0" in session.end_reason
-    assert "empty" in session.end_reason and session.trials_done == 0
-
-
 _REJECTS = {"calls": 0, "rejects": 0}
 _LOCK = threading.Lock()
 

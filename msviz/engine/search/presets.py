@@ -34,9 +34,9 @@ class SearchKnobs:
     init_measured_ratio : float
         Share of the population taken from the best measured records, in [0, 1].
     init_min_unmeasured : int
-        Fewest fresh random samples a generation needs, or the search ends.
+        Fewest fresh random samples a generation needs, or the search ends (>= 1).
     max_fail_count : int
-        Sampling rounds that may produce nothing before the initial sampling gives up.
+        Sampling rounds that may produce nothing before the initial sampling gives up (>= 1).
     genetic_num_iters : int
         Genetic iterations per generation.
     genetic_mutate_prob : float
@@ -70,26 +70,29 @@ class SearchKnobs:
     eps_greedy_at_least_one: bool = False
 
     def __post_init__(self) -> None:
+        # Checked here, so a Session refuses a bad knob when it is made, not when it starts.
         for name in ("init_measured_ratio", "genetic_mutate_prob", "eps_greedy"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-                raise ValueError(f"search knob {name} must be within [0, 1], got {value!r}")
-        for name in (
-            "population_size",
-            "init_min_unmeasured",
-            "max_fail_count",
-            "genetic_num_iters",
-            "genetic_max_fail_count",
-            "num_empty_iters_before_early_stop",
-            "cost_model_warmup",
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0.0 <= float(value) <= 1.0):
+                raise ValueError(
+                    f"search knob {name} must be a number within [0, 1], got {value!r}")
+        for name, low in (
+            ("population_size", 1),
+            ("init_min_unmeasured", 1),  # 0: no fresh samples, the search ends at once
+            ("max_fail_count", 1),  # 0: the initial sampling never runs, the search ends
+            ("genetic_num_iters", 0),
+            ("genetic_max_fail_count", 0),
+            ("num_empty_iters_before_early_stop", 0),
+            ("cost_model_warmup", 0),
         ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"search knob {name} must be an int >= 0, got {value!r}")
-        if self.population_size < 1:
-            raise ValueError(
-                f"search knob population_size must be >= 1, got {self.population_size}"
-            )
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"search knob {name} must be an int >= {low}, got {value!r}")
+        for name in ("skip_db_measured", "eps_greedy_at_least_one"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ValueError(f"search knob {name} must be True or False, got {value!r}")
 
     def replace(self, **changes: Any) -> SearchKnobs:
         """A copy with some knobs changed; unknown names raise TypeError."""

@@ -1,7 +1,7 @@
 """msviz's evolutionary search as a MetaSchedule ``PySearchStrategy`` for stock tuning.
 
 ``tune_tir`` / ``tune_relax`` / ``tune_tasks`` take a ``SearchStrategy``; this module wraps
-:class:`msviz.engine.evolution.EvolutionarySearch` (the step-able port of
+:class:`msviz.engine.search.evolution.EvolutionarySearch` (the step-able port of
 ``evolutionary_search.cc``) in MetaSchedule's Python search-strategy protocol, so stock
 MetaSchedule drives it::
 
@@ -236,7 +236,7 @@ def search_strategy(
     num_threads : int, optional
         Threads replaying and mutating schedules; by default the tuning call's.
     on_stage : callable, optional
-        Called with each :class:`~msviz.engine.candidates.Stage` of every generation.
+        Called with each :class:`~msviz.engine.search.candidates.Stage` of every generation.
     **knobs
         Search knobs overriding the preset's (``population_size=128``, ``eps_greedy=0.1``...).
 

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.engine.measure import callbacks
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.measurer import Measurer, callbacks
 from msviz.engine.measure.remeasure import index_stored_lines, remeasure
 from msviz.engine.measure.results import UNMEASURED_KINDS
 from msviz.engine.search.candidates import decisions_of
@@ -398,7 +397,7 @@ class Tuner:
                 f"reasons outside the schedules (infrastructure): {results[0].error}")
 
     def remeasure(self, what: Any, repeats: int) -> dict:
-        """Build and run one schedule again (see :func:`msviz.engine.remeasure.remeasure`)."""
+        """Build and run one schedule again (see :func:`msviz.engine.measure.remeasure.remeasure`)."""
         return remeasure(self, what, repeats)
 
 
