@@ -1,8 +1,8 @@
 """The devices view: the RPC tracker's servers and queue, and what each device measured.
 
 Pure functions: :func:`devices_info` takes what the tracker said (a ``devices`` /
-``waiting_for_devices`` event's data, or :func:`msviz.engine.measure.rpc.status_event` of a query) and
-the trials table (its ``device`` and ``timestamp`` columns), and returns a small info;
+``waiting_for_devices`` event's data, or :func:`msviz.engine.measure.rpc.status_event` of a
+query) and the trials table (its ``device`` and ``timestamp`` columns), and returns a small info;
 :func:`devices_figure` draws candidates per device and per minute; :func:`devices_text` is the
 CLI's rendering.
 """

@@ -397,7 +397,8 @@ class Tuner:
                 f"reasons outside the schedules (infrastructure): {results[0].error}")
 
     def remeasure(self, what: Any, repeats: int) -> dict:
-        """Build and run one schedule again (see :func:`msviz.engine.measure.remeasure.remeasure`)."""
+        """Build and run one schedule again (see
+        :func:`msviz.engine.measure.remeasure.remeasure`)."""
         return remeasure(self, what, repeats)
 
 
