@@ -12,7 +12,7 @@ from typing import Any
 import msviz
 from msviz.compat import describe_target
 from msviz.engine import Session
-from msviz.engine.measure.measurer import rpc
+from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning

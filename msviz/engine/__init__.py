@@ -2,7 +2,7 @@
 (``search``), measurement (``measure``) and the task loop (``task_scheduler``), told as events."""
 
 from msviz.engine.events import EVENT_KINDS, Event, EventLog
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure import Measurer
 from msviz.engine.search import PRESETS, EvolutionarySearch, SearchKnobs
 from msviz.engine.session import STATES, Session, SessionStateError
 from msviz.engine.task_scheduler import InfrastructureError

@@ -24,8 +24,8 @@ from msviz.check.schedule import (
     default_tolerance,
     random_inputs,
 )
+from msviz.engine.measure import Measurer, MeasureResult
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.measure.measurer import Measurer, MeasureResult
 from msviz.engine.task_scheduler.tuner import close_tuners
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar

@@ -11,8 +11,8 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.engine.measure.measurer import rpc as rpc_mod
-from msviz.engine.measure.measurer import tracker
+from msviz.engine.measure import rpc as rpc_mod
+from msviz.engine.measure import tracker
 from msviz.engine.measure.rpc import NoDevicesError, RPCSpec, parse_rpc, rpc
 from msviz.errors import MsvizWarning
 from msviz.fleet import LocalFleet, free_port

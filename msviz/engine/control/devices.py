@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from msviz.engine.control.state import Control
-from msviz.engine.measure.measurer import rpc
+from msviz.engine.measure import rpc
 
 __all__ = ["await_devices"]
 

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from msviz import compat
-from msviz.engine.measure.measurer import builder as builder_mod
-from msviz.engine.measure.measurer import rpc, tracker, watchdog
-from msviz.engine.measure.measurer import runner as runner_mod
+from msviz.engine.measure import builder as builder_mod
+from msviz.engine.measure import rpc, tracker, watchdog
+from msviz.engine.measure import runner as runner_mod
 from msviz.engine.measure.results import BuildOutcome, MeasureResult, is_infra_error
 
 __all__ = ["Measurer"]

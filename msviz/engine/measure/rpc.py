@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from msviz import compat
-from msviz.engine.measure.measurer import tracker
+from msviz.engine.measure import tracker
 from msviz.engine.measure.results import MeasureResult, is_infra_error
 from msviz.errors import MsvizError, MsvizWarning
 

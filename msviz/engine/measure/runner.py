@@ -10,7 +10,7 @@ from typing import Any
 import tvm
 
 from msviz import compat
-from msviz.engine.measure.measurer import rpc
+from msviz.engine.measure import rpc
 
 __all__ = ["RUNNERS", "create", "cuda_available", "evaluator_config", "remakeable"]
 

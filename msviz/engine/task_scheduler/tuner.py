@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
+from msviz.engine.measure import callbacks
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.measure.measurer import Measurer, callbacks
+from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.remeasure import index_stored_lines, remeasure
 from msviz.engine.measure.results import UNMEASURED_KINDS
 from msviz.engine.search.candidates import decisions_of
