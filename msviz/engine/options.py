@@ -20,6 +20,7 @@ __all__ = [
     "check_seed",
     "check_session",
     "check_work_dir",
+    "task_of",
     "tasks_of",
 ]
 
@@ -116,3 +117,11 @@ def tasks_of(workload: Any, target: Any, *, params: dict | None = None,
                         "nn.Module), not to a single PrimFunc workload")
     one = resolve(workload)
     return None, [models.ModelTask(0, one.name, 1, one)]
+
+
+def task_of(what: Any) -> Any:
+    """The task name a trial row or Trial carries (None if it names none)."""
+    task = getattr(what, "task", None)
+    if task is None and hasattr(what, "get"):
+        task = what.get("task")
+    return task if isinstance(task, str) else None

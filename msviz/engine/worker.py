@@ -41,6 +41,20 @@ class Worker:
         self.shared: SharedParts | None = None
         self.measure_lock = threading.Lock()  # all measurements, one at a time
 
+    @property
+    def trials_done(self) -> int:
+        """Trials of all tasks that count toward ``max_trials``."""
+        return sum(t.trials_done for t in self.tuners)
+
+    @property
+    def best_secs(self) -> float:
+        """The best mean run time (one PrimFunc) or the model's estimated latency."""
+        if not self.tuners:
+            return float("inf")
+        if self.session.model is None:
+            return self.tuners[0].best_secs
+        return sum(t.weight * u.best_secs for t, u in zip(self.session.tasks, self.tuners))
+
     def aside(self, fn: Any, future: Future | None = None) -> Future:
         """Run ``fn()`` on a thread of its own under the measurement lock (the session is not
         running, so no queue applies it); its result or error resolves the future."""

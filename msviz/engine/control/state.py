@@ -172,6 +172,14 @@ class Control:
                 return self.enqueue(name, arg)
         return done(now())
 
+    def queued(self, name: str, arg: Any) -> Future | None:
+        """Queue a command for a worker that is running (or paused, or stopping); None when
+        there is none (idle, or ended): the caller runs it aside."""
+        with self.cond:
+            if self.state in ("running", "paused", "stopping") and self.thread is not None:
+                return self.enqueue(name, arg)
+        return None
+
     def enqueue(self, name: str, arg: Any) -> Future:
         future: Future = Future()
         with self.cond:
