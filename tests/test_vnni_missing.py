@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import msviz
-from msviz.trace.spaces import design_spaces_and_warnings
+from msviz.space_generator import design_spaces_and_warnings
 
 NO_VNNI = {"kind": "llvm", "mcpu": "haswell", "num-cores": 2}  # AVX2, no avx512vnni
 VNNI = {"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2}
