@@ -215,3 +215,22 @@ def test_imports_of_reads_each_form(tmp_path: Path, text: str, expected: list) -
     path.write_text(text)
     got = imports_of("msviz.engine.session", path, set(modules()))
     assert [(i.target, i.in_function, i.why) for i in got] == expected
+
+
+def test_no_package_name_shadows_its_module() -> None:
+    """A package that re-exports a name equal to one of its modules (``rpc`` the function in
+    ``msviz.engine.measure``, beside ``rpc`` the module) makes ``from package import name``
+    mean the function or the module by import order."""
+    mods = modules()
+    shadowed = []
+    for name, path in mods.items():
+        if path.name != "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    bound = alias.asname or alias.name
+                    sibling = f"{name}.{bound}"
+                    if sibling in mods and f"{node.module}.{alias.name}" != sibling:
+                        shadowed.append(f"{name}: {bound} from {node.module}")
+    assert shadowed == []

@@ -2,7 +2,6 @@
 
 from msviz.trace.code import compile_cuda, generated_source, lowered_tir, tvmscript
 from msviz.trace.diff import script_diff, side_by_side_html, trace_diff
-from msviz.trace.glossary import GLOSSARY, explain, glossary, registered_kinds
 from msviz.trace.replay import Replay, default_postprocs, with_decisions
 from msviz.trace.rows import ROW_COLUMNS, rv_names, trace_python, trace_rows
 from msviz.trace.sites import (
@@ -13,6 +12,7 @@ from msviz.trace.sites import (
     sites_frame,
     space_size,
 )
+from msviz.trace.vocabulary import GLOSSARY, explain, glossary, registered_kinds
 
 __all__ = [
     "GLOSSARY",

@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 
 from msviz import compat
-from msviz.trace.glossary import explain
 from msviz.trace.source import resolve_trace
+from msviz.trace.vocabulary import explain
 
 __all__ = [
     "ROW_COLUMNS",

@@ -1,5 +1,9 @@
 """Measurement: builders and runners by name (``create``), the watchdog around them, RPC fleets,
-the measure callbacks (database, cost model), result checks and re-measurement."""
+the measure callbacks (database, cost model), result checks and re-measurement.
+
+``msviz.rpc`` (the function) is :func:`msviz.engine.measure.rpc.rpc`; the name ``rpc`` here is
+the module.
+"""
 
 from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.results import (
@@ -9,7 +13,7 @@ from msviz.engine.measure.results import (
     MeasureResult,
     is_infra_error,
 )
-from msviz.engine.measure.rpc import NoDevicesError, RPCSpec, TrackerError, rpc
+from msviz.engine.measure.rpc import NoDevicesError, RPCSpec, TrackerError
 
 __all__ = [
     "ERROR_KINDS",
@@ -21,5 +25,4 @@ __all__ = [
     "RPCSpec",
     "TrackerError",
     "is_infra_error",
-    "rpc",
 ]
