@@ -169,25 +169,31 @@ def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
 
 #: At most this many batch numbers are written on the cost model's colour bar.
 MOST_BATCH_TICKS = 20
+#: Up to this many batches the colour bar has a band per batch; above, a band would be a
+#: hair's width (and 625 bands cost 170 ms a redraw): a continuous scale, ticks at batch numbers.
+MOST_BATCH_BANDS = 40
 
 
 def _batch_colors(numbers: list[int]) -> dict:
     """Marker settings that colour points by their batch number (``color`` left to the
     caller): one colour per batch in ``numbers`` (sorted, distinct), a colour bar of bands
-    with ticks at the batch numbers (every k-th above :data:`MOST_BATCH_TICKS` batches)."""
+    with ticks at the batch numbers (every k-th above :data:`MOST_BATCH_TICKS` batches; a
+    continuous scale above :data:`MOST_BATCH_BANDS`)."""
     from plotly.colors import sample_colorscale
 
     n = len(numbers)
+    ticks = numbers[::math.ceil(n / MOST_BATCH_TICKS)]
+    bar = {"title": {"text": "batch"}, "tickvals": ticks, "ticktext": [str(t) for t in ticks]}
+    if n > MOST_BATCH_BANDS:
+        return {"colorscale": "Viridis", "cmin": numbers[0], "cmax": numbers[-1],
+                "showscale": True, "colorbar": bar}
     colors = sample_colorscale("Viridis", [i / (n - 1) for i in range(n)] if n > 1 else [0.0])
     # a band per batch, from halfway to the previous number to halfway to the next one
     lo, hi = numbers[0] - 0.5, numbers[-1] + 0.5
     edges = [0.0, *(((a + b) / 2 - lo) / (hi - lo) for a, b in pairwise(numbers)), 1.0]
     scale = [[edge, color] for color, band in zip(colors, pairwise(edges), strict=True)
              for edge in band]
-    ticks = numbers[::math.ceil(n / MOST_BATCH_TICKS)]
-    return {"colorscale": scale, "cmin": lo, "cmax": hi, "showscale": True,
-            "colorbar": {"title": {"text": "batch"}, "tickvals": ticks,
-                         "ticktext": [str(t) for t in ticks]}}
+    return {"colorscale": scale, "cmin": lo, "cmax": hi, "showscale": True, "colorbar": bar}
 
 
 def cost_model_figure(info: CostModelInfo) -> Any:

@@ -171,8 +171,12 @@ def test_cost_model_colour_bar_has_a_band_per_batch() -> None:
     assert [round(c[0], 12) for c in marker.colorscale] == [0.0, 0.2, 0.2, 0.6, 0.6, 1.0]
     assert len({c[1] for c in marker.colorscale}) == 3
     many = pd.DataFrame({"batch": range(45), "predicted_score": 0.5, "gflops": 1.0})
-    bar = P.cost_model_figure(P.cost_model_info(many)).data[0].marker.colorbar
-    assert list(bar.tickvals) == list(range(0, 45, 3))  # at most 20 numbers written
+    marker = P.cost_model_figure(P.cost_model_info(many)).data[0].marker
+    assert list(marker.colorbar.tickvals) == list(range(0, 45, 3))  # at most 20 numbers
+    # above 40 batches no bands (a hair's width each): a continuous scale over the numbers
+    assert (marker.cmin, marker.cmax) == (0, 44)
+    assert marker.colorscale[0][1] == "#440154"  # Viridis, not 90 band edges
+    assert len(marker.colorscale) < 20
 
 
 def test_cost_model_with_no_scored_success_is_empty(same) -> None:
