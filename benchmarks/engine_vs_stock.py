@@ -29,6 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from profiles import msviz_stages, overhead_lines, side_by_side
+
 CONFIGS = ("stock", "msviz", "msviz-stock")
 
 
@@ -79,10 +83,11 @@ def run_one(config: str, workload: str, trials: int, batch: int, seed: int, work
         if state != "finished":
             raise RuntimeError(f"{config}: session {state}: {session.end_reason}")
         search = session.events[-1]["timing"]["search"]
+        timing = msviz_stages(session)
     marks = sorted({trials // 4, trials // 2, trials})
     curve = _best_curve(work_dir, marks)
     return {"config": config, "seed": seed, "best_us": curve[str(trials)], "curve": curve,
-            "wall_s": wall, "search_s": search}
+            "wall_s": wall, "search_s": search, "stages": timing}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,7 +155,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{config:<12} {median(config, 'best_us'):9.2f} {statistics.median(ratios):7.3f} "
               f"{median(config, 'wall_s'):8.1f} {statistics.median(walls):7.3f} "
               f"{median(config, 'search_s'):9.1f} {statistics.median(searches):9.3f}")
-    print("targets: ratio <= 1.0 (msviz), wall x <= 1.05, search x <= 1.5")
+    first = args.seeds[0]
+    stock_stages = next(r["stages"] for r in results
+                        if r["config"] == "stock" and r["seed"] == first)
+    for config in args.configs:
+        if config == "stock":
+            continue
+        mine = next(r["stages"] for r in results if r["config"] == config and r["seed"] == first)
+        print(f"\nwhere the time went, seed {first}: stock (ms.Profiler) and {config} "
+              "(Session.profile)")
+        print(side_by_side(stock_stages, mine, names=("stock", config)))
+        print(overhead_lines(mine, args.trials))
+    print("targets: ratio <= 1.0 (msviz), wall x <= 0.8, search x <= 1.5")
     return 0
 
 

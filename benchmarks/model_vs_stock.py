@@ -40,6 +40,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from profiles import msviz_stages, overhead_lines, side_by_side
+
 CONFIGS = ("msviz", "stock", "stock+msviz")
 
 
@@ -56,7 +60,7 @@ def task_split(work_dir: Path, tasks: list) -> dict[str, int]:
 
 
 def _tune_stock(config: str, model: Any, target: Any, work_dir: Path, trials: int, batch: int,
-                seed: int, population: int | None) -> None:
+                seed: int, population: int | None) -> dict[str, float]:
     import msviz
     from msviz import compat
 
@@ -67,14 +71,16 @@ def _tune_stock(config: str, model: Any, target: Any, work_dir: Path, trials: in
     else:
         strategy = ms.search_strategy.EvolutionarySearch(
             **({} if population is None else {"population_size": population}))
-    ms.relax_integration.tune_relax(
-        model.lower(target), None, target, str(work_dir), max_trials_global=trials,
-        num_trials_per_iter=batch, builder=compat.local_builder(),
-        runner=ms.runner.LocalRunner(), strategy=strategy, seed=seed)
+    with ms.Profiler() as prof:
+        ms.relax_integration.tune_relax(
+            model.lower(target), None, target, str(work_dir), max_trials_global=trials,
+            num_trials_per_iter=batch, builder=compat.local_builder(),
+            runner=ms.runner.LocalRunner(), strategy=strategy, seed=seed)
+    return {k: float(v) for k, v in prof.get().items()}
 
 
 def _tune_msviz(model: Any, target: Any, work_dir: Path, trials: int, batch: int, seed: int,
-                threads: int, population: int | None) -> None:
+                threads: int, population: int | None) -> dict[str, float]:
     import msviz
 
     knobs = {} if population is None else {"population_size": population}
@@ -85,6 +91,7 @@ def _tune_msviz(model: Any, target: Any, work_dir: Path, trials: int, batch: int
     state = session.wait()
     if state != "finished":
         raise RuntimeError(f"msviz session {state}: {session.end_reason}")
+    return msviz_stages(session)
 
 
 def default_builder_cost(work_dir: Path, target: Any, batch: int) -> dict[str, float]:
@@ -105,9 +112,11 @@ def default_builder_cost(work_dir: Path, target: Any, batch: int) -> dict[str, f
 
 
 def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, work_dir: Path,
-            threads: int, population: int | None, builder_probe: bool) -> dict[str, Any]:
+            threads: int, population: int | None, builder_probe: bool,
+            cold: bool = False) -> dict[str, Any]:
     """One tuning run in this process; returns its figures."""
-    import tvm.s_tir.tensor_intrin  # noqa: F401 - the one-time import, before timing
+    if not cold:
+        import tvm.s_tir.tensor_intrin  # noqa: F401 - the one-time import, before timing
 
     from msviz import compat, models
     from msviz.check.model import check_model
@@ -117,14 +126,15 @@ def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, wo
     model = models.build(model_name, seed=0)
     tic = time.perf_counter()
     if config == "msviz":
-        _tune_msviz(model, target, work_dir, trials, batch, seed, threads, population)
+        stages = _tune_msviz(model, target, work_dir, trials, batch, seed, threads, population)
     else:
-        _tune_stock(config, model, target, work_dir, trials, batch, seed, population)
+        stages = _tune_stock(config, model, target, work_dir, trials, batch, seed, population)
     wall = time.perf_counter() - tic
     tasks = model.extract_tasks(target)
     e2e = check_model(model, tasks, work_dir, target, seed=0)
     split = task_split(work_dir, tasks)
-    out = {"config": config, "seed": seed, "wall_s": wall, "split": split, **e2e}
+    out = {"config": config, "seed": seed, "wall_s": wall, "split": split, "stages": stages,
+           **e2e}
     if builder_probe:
         # Batches the run measured: each task's trials in batches of at most `batch`.
         batches = sum(math.ceil(n / batch) for n in split.values())
@@ -146,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (1, 2, ...)")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--cold", action="store_true",
+                        help="as a new user meets it: no import of the tensor intrinsics before "
+                             "timing (the first TuneContext of each run pays it)")
     parser.add_argument("--population", type=int, default=None,
                         help="population_size of every search (default: MetaSchedule's 512)")
     parser.add_argument("--work-root", default=None, help="keep work dirs here (default: temp)")
@@ -156,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.one:  # child process: one run, JSON on the last stdout line
         result = run_one(args.one[0], args.model, args.trials, args.batch, int(args.one[1]),
-                         Path(args.work_dir), args.threads, args.population, args.builder_probe)
+                         Path(args.work_dir), args.threads, args.population, args.builder_probe,
+                         args.cold)
         print(json.dumps(result))
         return 0
 
@@ -171,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                    "--batch", str(args.batch), "--threads", str(args.threads)]
             if args.population is not None:
                 cmd += ["--population", str(args.population)]
+            if args.cold:
+                cmd.append("--cold")
             if config == "stock" and seed == seeds[0]:
                 cmd.append("--builder-probe")
             proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -213,7 +229,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  ... and {probe['default_errors']:.0f} of the probe batch's builds failed "
                   "with it (its 30 s timeout includes importing the tensor intrinsics): on this "
                   "machine the stock default could not have measured those trials at all")
-    print("targets: msviz tuned_us <= stock tuned_us, msviz wall_s <= stock wall_s")
+    first = seeds[0]
+    by = {(r["config"], r["seed"]): r for r in results}
+    if ("stock", first) in by:
+        for config in args.configs:
+            if config == "stock" or (config, first) not in by:
+                continue
+            print(f"\nwhere the time went, seed {first}: stock (ms.Profiler) and {config}")
+            print(side_by_side(by["stock", first]["stages"], by[config, first]["stages"],
+                               names=("stock", config)))
+            if config == "msviz":
+                print(overhead_lines(by[config, first]["stages"], args.trials))
+    print("targets: msviz tuned_us <= stock tuned_us, msviz wall_s <= 0.8 x stock wall_s")
     return 0
 
 

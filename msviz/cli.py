@@ -21,6 +21,7 @@ from msviz.report import write_report
 from msviz.views import task_table_info
 from msviz.views.compare import compare_info, run_names, summary_frame
 from msviz.views.devices import devices_info, devices_text
+from msviz.views.profile import profile_info, profile_table_text
 
 __all__ = ["Progress", "format_task_table", "main"]
 
@@ -187,6 +188,8 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
                       f"{', '.join(e2e['fallback']) or 'none'}")
         print()
     _cmd_show(argparse.Namespace(work_dir=session.work_dir, top=5))
+    print("\nWhere the time went (MetaSchedule's Profiler names):")
+    print(profile_table_text(profile_info(session.profile)))
     if not args.no_report:
         report = write_report(session.work_dir, Path(session.work_dir) / "report.html",
                               end_to_end=session.end_to_end)

@@ -20,6 +20,15 @@ from msviz.views import (
     trial_table_info,
 )
 from msviz.views import tasks as model_views
+from msviz.views.common import quiet_empty
+from msviz.views.profile import (
+    SOURCES,
+    profile_batches_figure,
+    profile_info,
+    profile_table_text,
+    profile_tasks_figure,
+    profile_totals_figure,
+)
 
 __all__ = ["render_report", "write_report"]
 
@@ -136,6 +145,8 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
         plotly_js = False
         parts.append(_best_section(run, name))
+    parts += _time_section(run, plotly_js)
+    plotly_js = False
     triage = failure_triage_info(run.trials).frame
     if len(triage):
         parts.append("<h2>Failures by cause</h2>")
@@ -156,6 +167,28 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         + "\n".join(parts)
         + "</body></html>"
     )
+
+
+def _time_section(run: Run, plotly_js: bool | str) -> list[str]:
+    """Where the time went: MetaSchedule's Profiler table, the totals and the batches."""
+    import plotly.io as pio
+
+    with quiet_empty():
+        info = profile_info(run.profile)
+    if info.source == "none":
+        return ['<h2 id="time">Time</h2><p class="note">This work dir holds no timings (its logs '
+                "stamp only one batch per task).</p>"]
+    parts = ['<h2 id="time">Time</h2>',
+             f'<p class="note">{html.escape(SOURCES[info.source])}.</p>',
+             f"<pre>{html.escape(profile_table_text(info))}</pre>"]
+    figures = [profile_totals_figure(info), profile_batches_figure(info)]
+    if info.tasks["task"].nunique() > 1:
+        figures.append(profile_tasks_figure(info))
+    for fig in figures:
+        fig.update_layout(template="plotly_white")
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
+        plotly_js = False
+    return parts
 
 
 def _best_section(run: Run, task: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -26,6 +27,12 @@ def test_report_is_self_contained(stock_work_dirs: dict[str, Path], tmp_path: Pa
     assert f"Best trial #{run.best().index}" in text
     assert "sch.get_sblock" in text and "T.sblock" in text
     assert "Failures by cause" in text
+    # where the time went: a stock work dir's logs give the time between batches, said so
+    from msviz.views.profile import profile_info, profile_table_text
+
+    table = profile_table_text(profile_info(run.profile))
+    assert "logs: time between batches" in table
+    assert html.escape(table) in text[text.index('<h2 id="time">'):]
 
 
 def test_failure_triage_groups_by_cause(stock_work_dirs: dict[str, Path]) -> None:

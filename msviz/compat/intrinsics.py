@@ -3,7 +3,10 @@ need, and a VNNI implementation that LLVM 22 compiles."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import tvm
@@ -72,19 +75,50 @@ def vnni_needs_fix() -> bool:
     return int(tvm.target.codegen.llvm_version_major()) >= 22
 
 
+@contextlib.contextmanager
+def _frames_of_no_file_have_no_module() -> Iterator[None]:
+    """Make ``inspect.getmodule`` answer None at once for a frame of no file (``<frozen
+    importlib._bootstrap>``, ``<string>``), as it answers after scanning every module.
+
+    Each ``@T.prim_func`` of ``tvm.s_tir.tensor_intrin`` calls ``inspect.stack()``, which asks
+    ``getmodule`` about every frame on the stack; for a frame of no file it finds no module only
+    after scanning ``sys.modules`` whole, every time. During an import the stack is full of
+    importlib's frozen frames, so the import's cost grows with the modules loaded: 42 s after
+    ``import tvm`` (1,100 modules), 80 s in a notebook with msviz's widgets (1,700), 6-7 s with
+    this (measured on one machine in one run). The answer is the same: a frame has no
+    ``__module__`` and no ``__name__``, so the scan always ends in None for it.
+    """
+    original = inspect.getmodule
+
+    def getmodule(obj: Any, _filename: str | None = None) -> Any:
+        if inspect.isframe(obj):
+            name = obj.f_code.co_filename
+            if name.startswith("<") and name.endswith(">"):
+                return None
+        return original(obj, _filename)
+
+    inspect.getmodule = getmodule
+    try:
+        yield
+    finally:
+        inspect.getmodule = original
+
+
 def register_tensor_intrins() -> None:
     """Register MetaSchedule's tensor intrinsics, with msviz's fix of ``dot_16x4_vnni``.
 
-    Imports ``tvm.s_tir.tensor_intrin`` (what every ``TuneContext`` imports anyway; 15-30 s the
-    first time in a process), then, where LLVM >= 22, re-registers ``dot_16x4_vnni`` under the
-    same name with the stock description and :func:`_vnni_impl`, so the default rules pick it
-    up. Idempotent. Build workers need nothing: the tensorize postproc inlines the
-    implementation into the module before it is sent to the builder.
+    Imports ``tvm.s_tir.tensor_intrin`` (what every ``TuneContext`` imports anyway, the first
+    time in a process: seconds here, a minute and more without
+    :func:`_frames_of_no_file_have_no_module`), then, where LLVM >= 22, re-registers
+    ``dot_16x4_vnni`` under the same name with the stock description and :func:`_vnni_impl`, so
+    the default rules pick it up. Idempotent. Build workers need nothing: the tensorize postproc
+    inlines the implementation into the module before it is sent to the builder.
     """
     global _INTRINS_READY
     if _INTRINS_READY:
         return
-    importlib.import_module("tvm.s_tir.tensor_intrin")
+    with _frames_of_no_file_have_no_module():
+        importlib.import_module("tvm.s_tir.tensor_intrin")
     if vnni_needs_fix():
         intrin = tvm.s_tir.TensorIntrin
         stock = intrin.get(VNNI_INTRIN)

@@ -35,9 +35,12 @@ Fields of the main kinds (every task event also has ``task_index``):
   ``iteration``, ``ancestor_line``, ``pick``, ``predicted_score``
   (see :func:`msviz.engine.measure.callbacks.add_to_database`); over RPC also ``device``
   (the server's ``"host:port"``), and ``error_kind`` may be ``"device_lost"``.
+* ``profile`` (after each batch, after setting up, at the end, after the end-to-end check; see
+  :mod:`msviz.engine.profile`): ``task``, ``batch`` (None for what is no batch), ``wall`` and
+  ``stages`` (seconds per stage; they sum to ``wall``).
 * ``devices`` / ``waiting_for_devices`` (over RPC, :mod:`msviz.engine.measure.rpc`): ``tracker``,
-  ``key``,
-  ``total`` / ``free`` / ``pending`` (servers under the key), ``servers``, ``queue``, ``error``;
+  ``key``, ``total`` / ``free`` / ``pending`` (servers under the key), ``servers``, ``queue``,
+  ``error``;
   ``waiting_for_devices`` adds ``waited`` and ``wait_timeout`` (the session's state is
   ``"waiting"``).
 """
@@ -65,6 +68,7 @@ EVENT_KINDS = (
     "built",
     "measured",
     "cost_model_updated",
+    "profile",
     "devices",
     "waiting_for_devices",
     "paused",

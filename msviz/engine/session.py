@@ -13,6 +13,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from msviz import compat, hooks
 from msviz.engine.control import (
     STATES,
@@ -23,11 +25,13 @@ from msviz.engine.control import (
 from msviz.engine.events import EventLog
 from msviz.engine.measure.rpc import fleet_of
 from msviz.engine.options import check_budget, check_session, task_of, tasks_of
+from msviz.engine.profile import Profile
 from msviz.engine.search.presets import knobs_for
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.worker import Worker
 from msviz.errors import MsvizWarning
+from msviz.records.profile import profile_frame
 from msviz.records.run import Run
 from msviz.space_generator.intrinsics import untensorized_int8
 from msviz.space_generator.rules import RuleSet
@@ -150,14 +154,17 @@ class Session:
         if note:  # an int8 workload the target cannot tensorize: say so now, not never
             warnings.warn(note, MsvizWarning, stacklevel=2)
             self.events.emit("warning", self.name, message=note)
+        self._profile = Profile()
         self._worker = Worker(self)
         self._loop = TaskLoop(
             self.tasks, scheduler_mod.create(task_scheduler, seed=self.seed),
             tuners=lambda: self._worker.tuners, emit=self.events.emit, name=self.name,
             max_trials_per_task=max_trials_per_task,
-            log_dir=self.work_dir / "logs" if self.model is not None else None)
+            log_dir=self.work_dir / "logs" if self.model is not None else None,
+            timeit=self._profile.timeit)
         self._control = Control(self.name, emit=self.events.emit,
-                                trials=lambda: self.trials_done, apply=self._worker.apply)
+                                trials=lambda: self.trials_done, apply=self._worker.apply,
+                                timeit=self._profile.timeit)
         self._live = LiveTrials(self.work_dir, task=self.workload.name, flop=self.workload.flop,
                                 tasks=self.tasks if self.model is not None else [],
                                 tuners=lambda: self._worker.tuners, snapshot=self.events.snapshot,
@@ -336,6 +343,13 @@ class Session:
         """The trials so far; equal to ``msviz.open(work_dir).trials`` (same columns, values
         and dtypes) once the session has ended."""
         return self._live.get().trials
+
+    @property
+    def profile(self) -> pd.DataFrame:
+        """Where the time went: one row per (task, batch, stage) with its ``seconds``; a row's
+        stages sum to its wall time (``batch`` is NA for setting up, the end and the
+        end-to-end check). See :mod:`msviz.engine.profile`."""
+        return profile_frame(self._profile.snapshot())
 
     def open(self) -> Run:
         """The work dir as a :class:`msviz.Run` (a fresh read)."""

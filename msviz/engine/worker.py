@@ -102,7 +102,7 @@ class Worker:
             seed=s.seed, emit=s.events.emit, warn=s._warn, target=s.target, work_dir=s.work_dir,
             knobs=s.knobs, strategy=s.strategy, num_threads=s.num_threads,
             max_trials=s.max_trials, trials_per_batch=s.trials_per_batch,
-            measurer_options=s._measurer_options, check=s.check)
+            measurer_options=s._measurer_options, check=s.check, profile=s._profile)
 
     def apply(self, name: str, arg: Any) -> Any:
         """Apply one queued command on the worker thread (never during a measurement)."""
@@ -147,12 +147,15 @@ class Worker:
         compat.quiet_ipython_printing()
         s = self.session
         control, name, loop, emit = s._control, s.name, s._loop, s.events.emit
+        profile = s._profile
+        profile.restart()
         final, data = "failed", {}
         try:
             emit("started", name, **self._started_event())
             emit("tasks", name, tasks=s.tasks_info())
-            await_devices(control, s.fleet, task=s.workload.name, emit=emit, first=True)
-            with self.measure_lock:
+            with profile.timeit("msviz/WaitingForDevices"):
+                await_devices(control, s.fleet, task=s.workload.name, emit=emit, first=True)
+            with self.measure_lock, profile.timeit("InitializeTask"):
                 if not self.tuners or not all(t.ready for t in self.tuners):
                     self.shared, self.tuners = self.make_tuners()
             s._live.tuners_ready()
@@ -161,6 +164,7 @@ class Worker:
                 loop.log(f"Initializing Task #{task.index}: {task.name}")
             loop.log("Task table before tuning", table=True)
             loop.batch = sum(t.batch for t in self.tuners)
+            self._close_row()  # setting the tasks up: no batch
             control.checkpoint("stage")
             stages = loop.drive(s.max_trials, s.trials_per_batch)
             while True:
@@ -172,7 +176,8 @@ class Worker:
                         break
                 control.checkpoint(kind)
                 if kind == "batch":
-                    await_devices(control, s.fleet, task=s.workload.name, emit=emit)
+                    with profile.timeit("msviz/WaitingForDevices"):
+                        await_devices(control, s.fleet, task=s.workload.name, emit=emit)
             final = "finished"
             loop.end_all(control.end_reason)
         except StopRequested:
@@ -187,8 +192,6 @@ class Worker:
                 data.setdefault("close_error", f"{type(err).__name__}: {err}")
         if self.tuners:
             loop.log(f"Tuning ended ({final}): {control.end_reason}", table=True)
-        if s.end_to_end_check and final in ("finished", "stopped") and s.trials_done:
-            self.end_to_end_now()
         for command, arg, future in control.take_pending():
             if command == "remeasure":  # still possible: run it on its own
                 self.remeasure_aside(arg, future)
@@ -201,8 +204,29 @@ class Worker:
         for tuner in self.tuners:
             for key, value in tuner.timing.items():
                 timing[key] = timing.get(key, 0.0) + value
+        self._close_row()  # the end of tuning: no batch
+        # the tuning's wall time ends here; the model's check is timed apart, after it
+        if s.end_to_end_check and final in ("finished", "stopped") and s.trials_done:
+            with profile.timeit("msviz/EndToEndCheck"):
+                self.end_to_end_now()
+            self._close_row()
         emit(final, name, reason=control.end_reason, trials=s.trials_done, timing=timing, **data)
         control.set_state(final)
+
+    def _close_row(self) -> None:
+        """Close the profile's open row as no batch's: a ``profile`` event and a sidecar line
+        (the session's writer while tuning, else a short-lived one)."""
+        s = self.session
+        row = s._profile.close(s.name, None)
+        self._write_sidecar("profile", row)
+        s.events.emit("profile", s.name, **s._profile.event_data(row))
+
+    def _write_sidecar(self, kind: str, data: dict) -> None:
+        if self.shared is not None and self.shared.ready:
+            self.shared.sidecar.write(kind, **data)
+        else:
+            with SidecarWriter(self.session.work_dir) as writer:
+                writer.write(kind, **data)
 
     def end_to_end_now(self) -> dict:
         """The model's end-to-end check (never during a measurement), kept in the sidecar so
@@ -211,10 +235,6 @@ class Worker:
         with self.measure_lock:
             data = check_model(s.model, s.tasks, s.work_dir, s.target, seed=s.seed)
         s.end_to_end = data
-        if self.shared is not None and self.shared.ready:
-            self.shared.sidecar.write("end_to_end", **data)
-        else:
-            with SidecarWriter(s.work_dir) as writer:
-                writer.write("end_to_end", **data)
+        self._write_sidecar("end_to_end", data)
         s.events.emit("end_to_end", s.name, **data)
         return data

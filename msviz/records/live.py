@@ -57,12 +57,14 @@ class LiveRun(Run):
             self._weights = dict(base._weights)
             self._task_ids, self._done = dict(base._task_ids), dict(base._done)
             self.task_table, self.total_latency_us = base.task_table, base.total_latency_us
+            self._profile_rows = list(base._profile_rows)
             frame = base.trials
         else:
             self._workloads, self._records = [], db_files.RecordColumns([], [], [], [], [])
             self._task_names, self._flops, self._weights = {}, {}, {}
             self._task_ids, self._done = {}, {}
             self.task_table, self.total_latency_us = None, None
+            self._profile_rows = []
             frame = trial_row.trials_frame({c: [] for c in ALL_COLUMNS})
         self._frame: pd.DataFrame = frame
         self._pending: dict[str, list] = {c: [] for c in ALL_COLUMNS}
@@ -128,7 +130,7 @@ class LiveRun(Run):
 
     def feed(self, event: Any, *, workload: int | None = None) -> None:
         """Take what a session event says about the trials (``started``, ``picked``,
-        ``measured``, ``remeasured``); other events are ignored.
+        ``measured``, ``remeasured``) and its time (``profile``); other events are ignored.
 
         Parameters
         ----------
@@ -147,6 +149,9 @@ class LiveRun(Run):
                 self._tasks = None
         elif kind == "picked":
             self._generation = event.get("generation")
+        elif kind == "profile":
+            self._profile_rows.append({"task": event.task, "batch": event.get("batch"),
+                                       "wall": event.get("wall"), "stages": event.get("stages")})
         elif kind == "measured":
             for data in event.get("trials") or ():
                 self.append(data, task=event.task, batch=event.get("batch"), time=event.time,

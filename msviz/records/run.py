@@ -19,6 +19,7 @@ from msviz.errors import WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
+from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
 from msviz.workloads import flop_count
@@ -175,8 +176,18 @@ class Run:
             self.trials = self._build_trials(sidecar)
             checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
             self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
+            self._profile_rows = [e for e in sidecar.other if e.get("kind") == "profile"]
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
+
+    @property
+    def profile(self) -> pd.DataFrame:
+        """Where the time went (``task``, ``batch``, ``stage``, ``seconds``): an msviz run's
+        profile as its session recorded it, or for a stock work dir the time between batches
+        from its logs' stamps (stage ``"logs: time between batches"``)."""
+        if self._profile_rows:
+            return profile_frame(self._profile_rows)
+        return batches_from_logs(self.trials)
 
     def _check_layout(self) -> None:
         wd = self.work_dir

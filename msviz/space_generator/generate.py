@@ -47,6 +47,7 @@ def design_spaces_and_warnings(mod: Any, target: Any = "llvm", rules: Any = None
     workload = resolve(mod)
     target = compat.make_target(target)
     rules = rules or RuleSet.default(target)
+    compat.register_tensor_intrins()  # before the TuneContext imports them, slowly
     ctx = compat.ms.TuneContext(mod=workload.mod, target=target,
                                 space_generator=rules.space_generator(target), num_threads=1)
     schedules = list(ctx.generate_design_space())

@@ -27,6 +27,7 @@ from msviz.widgets.evolution_view import EvolutionView
 from msviz.widgets.plots import PlotPanel
 from msviz.widgets.rules_editor import RulesEditor
 from msviz.widgets.tasks_view import TasksView, model_events
+from msviz.widgets.time_view import TimeView
 from msviz.widgets.trace_view import TraceView
 from msviz.widgets.trial_table import TrialTable
 
@@ -119,8 +120,10 @@ class Dashboard(W.VBox):
         if self._run is not None:  # a work dir read back: its stored end-to-end check
             self._model["end_to_end"] = self._run.end_to_end
         self.selection.observe(self._on_task_focus, names="task")
+        self.time_view = TimeView()  # drawn when its tab opens, then live
+        self._time_stale = True
         children = [("Trials", W.VBox([self.triage, self.table])), ("Plots", self.plots),
-                    ("Trace", self.trace_view),
+                    ("Time", self.time_view), ("Trace", self.trace_view),
                     ("Code", self.code_view)]
         self.evolution = self.spaces = self.rules_editor = None
         if self.session is not None:
@@ -216,6 +219,8 @@ class Dashboard(W.VBox):
             self._update_evolution()
         if self.tabs.children[change["new"]] is self.tasks_view:
             self._update_tasks()
+        if self.tabs.children[change["new"]] is self.time_view:
+            self._update_time()
         if self.spaces is not None and self.tabs.children[change["new"]] is self.spaces \
                 and not self.spaces.info.spaces:
             self.spaces.show_rules(self.session.rules)
@@ -238,6 +243,10 @@ class Dashboard(W.VBox):
             self._evolution_stale = True
             if self._showing(self.evolution):
                 self._update_evolution()
+        if "profile" in kinds:
+            self._time_stale = True
+            if self._showing(self.time_view):
+                self._update_time()
         if self.devices is not None and kinds & {"devices", "waiting_for_devices", "measured"}:
             self.devices.update(self.session.events.snapshot(), self._trials())
         self.updates += 1
@@ -289,6 +298,12 @@ class Dashboard(W.VBox):
     def _showing(self, view: Any) -> bool:
         index = self.tabs.selected_index
         return index is not None and self.tabs.children[index] is view
+
+    def _update_time(self) -> None:
+        if self._time_stale:
+            self._time_stale = False
+            source = self.session if self.session is not None else self._run
+            self.time_view.update(source.profile)
 
     def _update_evolution(self) -> None:
         if self._evolution_stale and self.evolution is not None:

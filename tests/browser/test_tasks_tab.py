@@ -58,7 +58,7 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
                   timeout=120, what="the dashboard")
             titles = [t.text for t in driver.find_elements(
                 "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
-            assert titles == ["Trials", "Tasks", "Plots", "Trace", "Code"], titles
+            assert titles == ["Trials", "Tasks", "Plots", "Time", "Trace", "Code"], titles
             _open_tab(driver, "Tasks")
             _wait(driver, "return document.querySelectorAll('.msviz-tasks-view .js-plotly-plot "
                   ".scatterlayer .point').length > 0", timeout=60, what="the task plots")

@@ -21,7 +21,8 @@ def test_script_session_runs_stages_in_order(stepped: Any) -> None:
     assert seen == ["paused"] * 6 + ["finished"]
     assert session.state == "finished"
     # "tasks" and "scheduled" (the task scheduler, issue 10) are checked in test_model.py
-    kinds = [e.kind for e in session.events if e.kind not in ("log", "tasks", "scheduled")]
+    kinds = [e.kind for e in session.events
+             if e.kind not in ("log", "tasks", "scheduled", "profile")]
     assert kinds[:2] == ["started", "design_spaces"]
     # First steps: paused after the design spaces, then after each search stage.
     first_batch = kinds[: kinds.index("cost_model_updated") + 1]
@@ -35,6 +36,9 @@ def test_script_session_runs_stages_in_order(stepped: Any) -> None:
     measured = [k for k in kinds if k in ("picked", "measured")]
     assert measured == ["picked", "measured"] * batches
     assert [e.seq for e in session.events] == list(range(len(session.events)))
+    # the profile: a row for setting up, one per batch (after its cost model update), the end
+    profiles = [e["batch"] for e in session.events.of_kind("profile")]
+    assert profiles == [None, *range(batches), None]
 
 
 def test_events_are_plain_snapshots(stepped: Any) -> None:

@@ -40,7 +40,7 @@ def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     session = _session(tmp_path / "wd")
     dash = Dashboard(session)
     assert dash.tabs.titles == (
-        "Trials", "Plots", "Trace", "Code", "Evolution", "Design spaces", "Rules")
+        "Trials", "Plots", "Time", "Trace", "Code", "Evolution", "Design spaces", "Rules")
     assert _enabled(dash) == {"start", "step_batch", "step_generation", "stop"}
     assert dash.progress.max == 16 and dash.progress.value == 0
 

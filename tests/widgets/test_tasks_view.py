@@ -24,7 +24,7 @@ def model_run(stock_model_work_dir: Path) -> msviz.Run:
 
 def test_run_dashboard_has_a_tasks_tab(model_run: msviz.Run) -> None:
     dash = Dashboard(model_run)
-    assert dash.tabs.titles == ("Trials", "Tasks", "Plots", "Trace", "Code")
+    assert dash.tabs.titles == ("Trials", "Tasks", "Plots", "Time", "Trace", "Code")
     view = dash.tasks_view
     assert list(view.focus.options) == [ALL_TASKS, *MODEL_TASKS]
     frame = view.info.frame
@@ -160,7 +160,7 @@ def test_live_dashboard_gains_the_tab_from_a_tasks_event(tuned_session) -> None:
                        "done": [False, False]}),
     ]))]
     dash.on_events(two)
-    assert dash.tabs.titles == ("Trials", "Tasks", "Plots", "Trace", "Code", "Evolution",
+    assert dash.tabs.titles == ("Trials", "Tasks", "Plots", "Time", "Trace", "Code", "Evolution",
                                 "Design spaces", "Rules")
     assert dash.tabs.titles[dash.tabs.selected_index] == "Code"  # the shown tab stays
     dash.tabs.selected_index = 1

@@ -27,7 +27,7 @@ def test_run_dashboard_shows_failures_by_cause(stock_run) -> None:
 
     dash = stock_run.dashboard()
     assert isinstance(dash, Dashboard) and dash.session is None
-    assert dash.tabs.titles == ("Trials", "Plots", "Trace", "Code")
+    assert dash.tabs.titles == ("Trials", "Plots", "Time", "Trace", "Code")
     assert "Failures by cause" in dash.triage.value and "killed after 0.001" in dash.triage.value
     assert dash.table.total == len(stock_run.trials)
     assert dash.progress.bar_style == "success" and all(b.disabled for b in dash.buttons.values())

@@ -13,7 +13,7 @@ from msviz.records.live import LiveRun
 __all__ = ["LiveTrials"]
 
 #: The events that change the table.
-_FED_BY = ("started", "tasks", "picked", "measured", "remeasured")
+_FED_BY = ("started", "tasks", "picked", "measured", "remeasured", "profile")
 
 
 class LiveTrials:

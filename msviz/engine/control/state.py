@@ -15,6 +15,7 @@ there until resumed (applying commands while it waits).
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -57,11 +58,15 @@ class Control:
         The trials done so far (told by ``paused``/``resumed``/``stopped`` events).
     apply : callable
         ``apply(name, arg) -> result``: applies one queued command on the worker thread.
+    timeit : callable, optional
+        A session's ``Profile.timeit``: commands and pauses are timed.
     """
 
     def __init__(self, name: str, *, emit: Callable[..., Any], trials: Callable[[], int],
-                 apply: Callable[[str, Any], Any]) -> None:
+                 apply: Callable[[str, Any], Any],
+                 timeit: Callable[[str], Any] | None = None) -> None:
         self.name = name
+        self._timeit = timeit or (lambda _stage: contextlib.nullcontext())
         self._emit, self._trials, self._apply = emit, trials, apply
         self.cond = threading.Condition(threading.RLock())
         self.state = "idle"
@@ -219,7 +224,9 @@ class Control:
                     return
                 name, arg, future = self.commands.popleft()
             try:
-                future.set_result(self._apply(name, arg))
+                with self._timeit("msviz/Commands"):
+                    result = self._apply(name, arg)
+                future.set_result(result)
             except Exception as err:
                 self._emit("warning", self.name,
                            message=f"{name} failed: {type(err).__name__}: {err}")
@@ -239,13 +246,14 @@ class Control:
             self.state = "paused"
             self.cond.notify_all()
         self._emit("paused", self.name, after=kind, trials=self._trials())
-        while True:
-            self.run_commands()
-            with self.cond:
-                if self.stop_requested:
-                    raise StopRequested
-                if self.state == "running":
-                    break
-                if not self.commands:
-                    self.cond.wait(timeout=0.5)
+        with self._timeit("msviz/Paused"):
+            while True:
+                self.run_commands()
+                with self.cond:
+                    if self.stop_requested:
+                        raise StopRequested
+                    if self.state == "running":
+                        break
+                    if not self.commands:
+                        self.cond.wait(timeout=0.5)
         self._emit("resumed", self.name, step=self.step_kind, trials=self._trials())

@@ -21,6 +21,7 @@ is not; neither matches the other bit for bit).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from collections import Counter
 from collections.abc import Generator, Sequence
@@ -119,6 +120,8 @@ class EvolutionarySearch:
         self.num_empty_iters = 0
         self._line_of = line_of or (lambda _shash: None)
         self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="msviz-evo")
+        #: Times each step under MetaSchedule's Profiler name (a session's Profile), or not.
+        self.timeit: Any = lambda _stage: contextlib.nullcontext()
         self.set_space(context, design_spaces)
 
     # -- set up -----------------------------------------------------------------------------------
@@ -373,8 +376,10 @@ class EvolutionarySearch:
         knobs = self.knobs
         pop = knobs.population_size
         self.take_failures()
-        best = self.pick_best_from_database(int(pop * knobs.init_measured_ratio))
-        fresh = self.sample_init_population(pop - len(best))
+        with self.timeit("EvoSearch/PickBestFromDatabase"):
+            best = self.pick_best_from_database(int(pop * knobs.init_measured_ratio))
+        with self.timeit("EvoSearch/SampleInitPopulation"):
+            fresh = self.sample_init_population(pop - len(best))
         inits = best + fresh
         yield Stage(
             "initial_population",
@@ -409,7 +414,8 @@ class EvolutionarySearch:
         score_cache: dict[int, float] = {}
         failures: dict[str, int] = {}
         for iteration in range(knobs.genetic_num_iters + 1):
-            scores = self.predict(population, score_cache)
+            with self.timeit("EvoSearch/Evolve/PredictNormalizedScore"):
+                scores = self.predict(population, score_cache)
             added = 0
             for cand, score in zip(population, scores):
                 cand.score = float(score)
@@ -441,9 +447,11 @@ class EvolutionarySearch:
             )
             if iteration == knobs.genetic_num_iters:
                 break
-            population, failures = self._mutate(population, scores, iteration + 1)
+            with self.timeit("EvoSearch/Evolve/Mutation"):
+                population, failures = self._mutate(population, scores, iteration + 1)
         bests = [c for _, _, c in sorted(heap, key=lambda t: (-t[0], -t[1]))]
-        picks = self.pick_with_eps_greedy(fresh, bests, num)
+        with self.timeit("EvoSearch/PickWithEpsGreedy"):
+            picks = self.pick_with_eps_greedy(fresh, bests, num)
         yield Stage(
             "picked",
             {

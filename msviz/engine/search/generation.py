@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Generator, Iterator
 from typing import Any
@@ -22,10 +23,15 @@ class Generation:
     ----------
     stages : generator
         ``search.generate(n, generation=...)``.
+    timeit : callable, optional
+        A session's ``Profile.timeit``: the search's own steps are timed inside it, the rest of
+        each stage counts as ``EvoSearch/Evolve/Misc``.
     """
 
-    def __init__(self, stages: Generator[Any, None, list | None]) -> None:
+    def __init__(self, stages: Generator[Any, None, list | None], *,
+                 timeit: Any = None) -> None:
         self._stages = stages
+        self._timeit = timeit or (lambda _stage: contextlib.nullcontext())
         #: The candidates picked (set when the iteration ends; None: the search has ended).
         self.picks: list | None = None
         #: Seconds spent inside the search (not in the caller's handling of each stage).
@@ -35,7 +41,8 @@ class Generation:
         while True:
             tic = time.perf_counter()
             try:
-                stage = next(self._stages)
+                with self._timeit("EvoSearch/Evolve/Misc"):
+                    stage = next(self._stages)
             except StopIteration as done:
                 self.picks = done.value
                 return

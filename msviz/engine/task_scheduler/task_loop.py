@@ -10,6 +10,7 @@ thread and applies steering commands between batches.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
@@ -48,8 +49,10 @@ class TaskLoop:
 
     def __init__(self, tasks: Sequence[Any], scheduler: scheduler_mod.TaskScheduler, *,
                  tuners: Callable[[], list[Any]], emit: Callable[..., Any], name: str,
-                 max_trials_per_task: int | None = None, log_dir: Path | None = None) -> None:
+                 max_trials_per_task: int | None = None, log_dir: Path | None = None,
+                 timeit: Callable[[str], Any] | None = None) -> None:
         n = len(tasks)
+        self.timeit = timeit or (lambda _stage: contextlib.nullcontext())
         self.tasks = list(tasks)
         self.scheduler = scheduler
         self.tuners = tuners
@@ -200,7 +203,8 @@ class TaskLoop:
             if trials_done >= max_trials:
                 return "reached max_trials"
             forced, self.forced = self.forced, None
-            pick = self.scheduler.next_task(self.states(), forced=forced)
+            with self.timeit("TaskScheduler/NextTaskId"):
+                pick = self.scheduler.next_task(self.states(), forced=forced)
             if pick.task is None:
                 if len(self.tasks) == 1 and self.done[0] is not None:
                     return self.done[0]

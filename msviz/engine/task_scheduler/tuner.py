@@ -10,6 +10,7 @@ search is one driver per strategy (:mod:`msviz.engine.search.evolution`,
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -23,6 +24,7 @@ from msviz.engine.measure.check import ResultChecker
 from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.remeasure import index_stored_lines, remeasure
 from msviz.engine.measure.results import UNMEASURED_KINDS
+from msviz.engine.profile import Profile
 from msviz.engine.search.candidates import decisions_of
 from msviz.engine.search.evolution import EvolutionarySearch
 from msviz.engine.search.generation import Generation
@@ -87,6 +89,7 @@ class SharedParts:
         self.cost_model = compat.ms.cost_model.XGBModel(
             num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
         self.measurer = Measurer(self.target, **self.measurer_options)
+        compat.register_tensor_intrins()  # before the first TuneContext imports them, slowly
         self.ready = True
 
     def close(self) -> None:
@@ -109,8 +112,10 @@ class Tuner:
                  strategy: str, rules: RuleSet, seed: int, num_threads: int, max_trials: int,
                  trials_per_batch: int, measurer_options: dict, emit: Any,
                  task_index: int = 0, shared: SharedParts | None = None,
-                 check: str = "best") -> None:
+                 check: str = "best", profile: Profile | None = None) -> None:
         self.workload = workload
+        #: The session's profile (None: nothing is timed).
+        self.profile = profile
         self.checker = ResultChecker(workload.mod, target, seed=seed, mode=check)
         self.task = workload.name
         self.target = target
@@ -180,7 +185,13 @@ class Tuner:
         return self.search if isinstance(self.search, EvolutionarySearch) else None
 
     def emit(self, kind: str, **data: Any) -> None:
-        self._emit(kind, self.task, task_index=self.task_index, **data)
+        with self.timeit("msviz/Events"):
+            self._emit(kind, self.task, task_index=self.task_index, **data)
+
+    def timeit(self, stage: str) -> Any:
+        """Time a stage in the session's profile (nothing without one)."""
+        return self.profile.timeit(stage) if self.profile is not None \
+            else contextlib.nullcontext()
 
     # -- set up -----------------------------------------------------------------------------------
 
@@ -262,6 +273,7 @@ class Tuner:
             self.search = EvolutionarySearch(
                 self.context, spaces, self.database, self.token, self.cost_model, self.knobs,
                 seed=self.seed, num_threads=self.num_threads, line_of=self.line_of)
+            self.search.timeit = self.timeit
 
     def _learn_from_database(self) -> None:
         """msviz preset: never re-pick a stored schedule, and train the model on stored records.
@@ -322,7 +334,8 @@ class Tuner:
         """
         while True:
             self._space_changed = False
-            generation = Generation(self.search.generate(n, generation=self.generation))
+            generation = Generation(self.search.generate(n, generation=self.generation),
+                                    timeit=self.timeit)
             for stage in generation:
                 self.emit(stage.kind, **stage.data)
                 yield "stage"
@@ -360,20 +373,26 @@ class Tuner:
 
     def measure_batch(self, items: list[tuple[Any, Any, dict, int]], *,
                       generation: int | None) -> None:
-        """Build, run, commit, update the cost model; one event per step."""
-        measurer = self.measurer
+        """Build, run, commit, update the cost model; one event per step; then close the
+        batch's row of the profile (a ``profile`` event)."""
+        measurer, timeit = self.measurer, self.timeit
         batch = self.batch
         tic = time.perf_counter()
-        built = measurer.build([item[0].mod for item in items])
+        with timeit("SendToBuilder"):
+            built = measurer.build([item[0].mod for item in items])
         self.emit("built", batch=batch, results=[
             {"ok": b.error is None, "error": b.error} for b in built])
-        results = measurer.run(built, [item[1] for item in items])
+        with timeit("SendToRunner"):
+            results = measurer.run(built, [item[1] for item in items])
         # after the batch's timings, before the artifacts go: wrong results become failures
-        results = self.checker.check_batch(items, built, results, self.best_secs)
-        measurer.cleanup(built)  # RemoveBuildArtifact
-        rows = [callbacks.add_to_database(self, sch, args, res, info, batch=batch,
-                                          generation=generation)
-                for (sch, args, info, _), res in zip(items, results)]
+        with timeit("msviz/CheckResults"):
+            results = self.checker.check_batch(items, built, results, self.best_secs)
+        with timeit("MeasureCallback/RemoveBuildArtifact"):
+            measurer.cleanup(built)
+        with timeit("MeasureCallback/AddToDatabase"):
+            rows = [callbacks.add_to_database(self, sch, args, res, info, batch=batch,
+                                              generation=generation)
+                    for (sch, args, info, _), res in zip(items, results)]
         self.timing["measure"] += time.perf_counter() - tic
         self.emit("measured", batch=batch, trials=rows, best_us=self.best_secs * 1e6
                   if math.isfinite(self.best_secs) else None)
@@ -381,10 +400,15 @@ class Tuner:
                  if r.error_kind in UNMEASURED_KINDS]  # infra failures, lost devices
         self.search.forget(infra)  # may be picked again: the schedule was never measured
         tic = time.perf_counter()
-        self.emit("cost_model_updated", **callbacks.update_cost_model(self, items, results,
-                                                                      batch))
+        with timeit("MeasureCallback/UpdateCostModel"):
+            updated = callbacks.update_cost_model(self, items, results, batch)
+        self.emit("cost_model_updated", **updated)
         self.timing["cost_model"] += time.perf_counter() - tic
         self.batch += 1
+        if self.profile is not None:
+            row = self.profile.close(self.task, batch)
+            self.sidecar.write("profile", **row)  # msviz.open(work_dir).profile has it too
+            self.emit("profile", **self.profile.event_data(row))
         self._check_infrastructure(results)
 
     def _check_infrastructure(self, results: list) -> None:

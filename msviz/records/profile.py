@@ -1,0 +1,76 @@
+"""Where a run's time went, as stored: an msviz run's profile rows (sidecar ``profile`` lines),
+or for a stock work dir what its logs tell, the time between batches.
+
+Stock MetaSchedule keeps no timings in a work dir (``ms.Profiler`` prints them and is gone). Its
+per-task logs stamp each ``Trial #n`` line to the second, and a batch's trials are logged
+together when the batch has been measured; the time from one batch's stamp to the next is what
+that batch took, all stages together.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+__all__ = [
+    "LOGS_STAGE", "OTHER", "PROFILE_COLUMNS", "STAGES", "batches_from_logs", "profile_frame",
+]
+
+PROFILE_COLUMNS = ("task", "batch", "stage", "seconds")
+#: The stages, in the order a batch passes through them: MetaSchedule's ``Profiler`` names where
+#: it has one, ``msviz/...`` for what msviz adds, and what no timer covered.
+STAGES = (
+    "InitializeTask",
+    "TaskScheduler/NextTaskId",
+    "EvoSearch/PickBestFromDatabase",
+    "EvoSearch/SampleInitPopulation",
+    "EvoSearch/Evolve/PredictNormalizedScore",
+    "EvoSearch/Evolve/Mutation",
+    "EvoSearch/Evolve/Misc",
+    "EvoSearch/PickWithEpsGreedy",
+    "SendToBuilder",
+    "SendToRunner",
+    "SendToRunner/TrackerQueue",
+    "msviz/CheckResults",
+    "MeasureCallback/AddToDatabase",
+    "MeasureCallback/RemoveBuildArtifact",
+    "MeasureCallback/UpdateCostModel",
+    "msviz/Events",
+    "msviz/Commands",
+    "msviz/Paused",
+    "msviz/WaitingForDevices",
+    "msviz/EndToEndCheck",
+    "other",
+)
+OTHER = "other"
+#: The one "stage" a stock work dir's logs can tell.
+LOGS_STAGE = "logs: time between batches"
+
+
+def profile_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Profile rows (a session's, or the sidecar's ``profile`` lines) as a frame: ``task``,
+    ``batch`` (nullable Int64; NA for what is no batch), ``stage``, ``seconds``."""
+    flat = [(r.get("task"), r.get("batch"), stage, float(secs))
+            for r in rows for stage, secs in (r.get("stages") or {}).items()]
+    frame = pd.DataFrame(flat, columns=list(PROFILE_COLUMNS))
+    frame["batch"] = frame["batch"].astype("Int64")
+    frame["seconds"] = frame["seconds"].astype(float)
+    return frame
+
+
+def batches_from_logs(trials: pd.DataFrame) -> pd.DataFrame:
+    """A stock run's batches from its log stamps: per task, each distinct ``logged_at`` stamp
+    ends a batch; its seconds are the time since the task's previous stamp (its first batch has
+    no start in the logs and is left out). Stage :data:`LOGS_STAGE`."""
+    rows = []
+    if "logged_at" not in trials.columns or trials.empty:
+        return profile_frame([])
+    for task, group in trials.dropna(subset=["logged_at"]).groupby("task", sort=False):
+        stamps = sorted({datetime.fromisoformat(str(s)) for s in group["logged_at"]})
+        for batch, (before, after) in enumerate(itertools.pairwise(stamps), start=1):
+            rows.append({"task": task, "batch": batch,
+                         "stages": {LOGS_STAGE: (after - before).total_seconds()}})
+    return profile_frame(rows)

@@ -1,0 +1,106 @@
+"""Every second of a session is accounted for: the profile's stages sum to the wall time."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pandas.testing as pdt
+import pytest
+
+import msviz
+from msviz.engine.profile import Profile
+from msviz.records.profile import OTHER, profile_frame
+
+SEARCH = {"EvoSearch/SampleInitPopulation", "EvoSearch/Evolve/PredictNormalizedScore",
+          "EvoSearch/Evolve/Mutation", "EvoSearch/PickWithEpsGreedy"}
+
+
+def test_nested_timers_count_each_second_once() -> None:
+    profile = Profile()
+    start = time.perf_counter()
+    with profile.timeit("outer"):
+        time.sleep(0.05)
+        with profile.timeit("inner"):
+            time.sleep(0.10)
+        time.sleep(0.05)
+    time.sleep(0.03)  # no timer: "other"
+    profile.add("elsewhere", 0.0)
+    row = profile.close("T", 0)
+    wall = time.perf_counter() - start
+    stages = row["stages"]
+    assert set(stages) == {"outer", "inner", OTHER}
+    assert stages["inner"] == pytest.approx(0.10, abs=0.03)
+    assert stages["outer"] == pytest.approx(0.10, abs=0.03)  # without the inner 0.10
+    assert stages[OTHER] == pytest.approx(0.03, abs=0.03)
+    assert sum(stages.values()) == pytest.approx(row["wall"], rel=1e-9)
+    assert row["wall"] == pytest.approx(wall, abs=0.01)
+    again = profile.close("T", None)  # the next row starts where the last one closed
+    assert again["wall"] < 0.01 and again["batch"] is None
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from tests.engine.conftest import make_tiny_session
+
+    wd = tmp_path_factory.mktemp("profiled") / "wd"
+    session = make_tiny_session(wd, max_trials=32, trials_per_batch=16)
+    session.start()
+    assert session.wait(900) == "finished"
+    return session
+
+
+def test_profile_sums_to_the_session_wall_time(profiled: Any) -> None:
+    events = profiled.events.snapshot()
+    started = next(e for e in events if e.kind == "started").time
+    wall = events[-1].time - started  # "started" to "finished"
+    profile = profiled.profile
+    assert list(profile.columns) == ["task", "batch", "stage", "seconds"]
+    assert profile["seconds"].sum() == pytest.approx(wall, rel=0.10)
+    by_stage = profile.groupby("stage")["seconds"].sum()
+    assert all(by_stage.get(stage, 0) > 0 for stage in SEARCH), by_stage
+    assert by_stage["SendToBuilder"] > 0 and by_stage["SendToRunner"] > 0
+    assert by_stage[OTHER] < 0.05 * wall  # what no timer covers is small
+
+
+def test_profile_events_rows_and_the_work_dir_agree(profiled: Any) -> None:
+    rows = [{"task": e.task, **e.data} for e in profiled.events.of_kind("profile")]
+    batches = sorted({r["batch"] for r in rows if r["batch"] is not None})
+    measured = [e["batch"] for e in profiled.events.of_kind("measured")]
+    assert batches == measured  # one profile event per batch, with its row
+    for row in rows:
+        assert sum(row["stages"].values()) == pytest.approx(row["wall"], rel=1e-9)
+    expected = profile_frame(rows)
+    pdt.assert_frame_equal(profiled.profile, expected)
+    pdt.assert_frame_equal(msviz.open(profiled.work_dir).profile, expected)  # the sidecar's
+    pdt.assert_frame_equal(profiled.run.profile, expected)  # the live table's
+
+
+def test_profile_frame_by_hand() -> None:
+    frame = profile_frame([
+        {"task": "A", "batch": None, "wall": 3.0, "stages": {"InitializeTask": 2.0, OTHER: 1.0}},
+        {"task": "A", "batch": 0, "wall": 5.0, "stages": {"SendToBuilder": 5.0}},
+    ])
+    expected = pd.DataFrame({"task": ["A", "A", "A"],
+                             "batch": pd.array([None, None, 0], dtype="Int64"),
+                             "stage": ["InitializeTask", OTHER, "SendToBuilder"],
+                             "seconds": [2.0, 1.0, 5.0]})
+    pdt.assert_frame_equal(frame, expected)
+
+
+def test_stock_work_dir_profile_is_the_logs_time_between_batches(
+        stock_work_dirs: dict[str, Path]) -> None:
+    run = msviz.open(stock_work_dirs["GMM"])
+    profile = run.profile
+    assert not profile.empty  # GMM's work dir holds two runs: two batches, one gap at least
+    assert set(profile["stage"]) == {"logs: time between batches"}
+    # by hand: per task, the distinct stamps of its trials, one batch from each to the next
+    for task, group in run.trials.groupby("task"):
+        stamps = sorted({pd.Timestamp(s) for s in group["logged_at"].dropna()})
+        gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(stamps)]
+        mine = profile[profile["task"] == task]
+        assert mine["seconds"].tolist() == gaps
+        assert mine["batch"].tolist() == list(range(1, len(gaps) + 1))

@@ -1,0 +1,80 @@
+"""The Time view's info, computed by hand for a small profile; the figures and the table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pandas.testing as pdt
+import pytest
+
+from msviz.errors import MsvizWarning
+from msviz.records.profile import profile_frame
+from msviz.views.profile import (
+    profile_batches_figure,
+    profile_info,
+    profile_table_text,
+    profile_tasks_figure,
+    profile_totals_figure,
+)
+
+ROWS = [
+    {"task": "m", "batch": None, "stages": {"InitializeTask": 4.0, "other": 1.0}},
+    {"task": "A", "batch": 0, "stages": {"EvoSearch/Evolve/Mutation": 2.0, "SendToBuilder": 3.0,
+                                         "SendToRunner": 1.0}},
+    {"task": "B", "batch": 1, "stages": {"SendToBuilder": 2.0, "msviz/Paused": 6.0}},
+    {"task": "A", "batch": 2, "stages": {"SendToBuilder": 1.0}},
+    {"task": "m", "batch": None, "stages": {"msviz/EndToEndCheck": 5.0}},
+]
+
+
+def test_profile_info_by_hand() -> None:
+    info = profile_info(profile_frame(ROWS))
+    stages = ("InitializeTask", "EvoSearch/Evolve/Mutation", "SendToBuilder", "SendToRunner",
+              "msviz/Paused", "msviz/EndToEndCheck", "other")  # a batch's order, other last
+    assert info.source == "msviz"
+    assert info.stages == stages
+    assert info.wall == 25.0
+    expected_rows = pd.DataFrame({
+        "label": ["setup", "A #0", "B #1", "A #2", "end-to-end check"],
+        "task": ["m", "A", "B", "A", "m"],
+        "batch": pd.array([None, 0, 1, 2, None], dtype="Int64"),
+        "wall": [5.0, 6.0, 8.0, 1.0, 5.0],
+        "InitializeTask": [4.0, 0, 0, 0, 0], "EvoSearch/Evolve/Mutation": [0, 2.0, 0, 0, 0],
+        "SendToBuilder": [0, 3.0, 2.0, 1.0, 0], "SendToRunner": [0, 1.0, 0, 0, 0],
+        "msviz/Paused": [0, 0, 6.0, 0, 0], "msviz/EndToEndCheck": [0, 0, 0, 0, 5.0],
+        "other": [1.0, 0, 0, 0, 0],
+    })
+    pdt.assert_frame_equal(info.rows, expected_rows, check_dtype=False, check_names=False)
+    expected_totals = pd.DataFrame({
+        "stage": ["SendToBuilder", "msviz/Paused", "msviz/EndToEndCheck", "InitializeTask",
+                  "EvoSearch/Evolve/Mutation", "SendToRunner", "other"],
+        "seconds": [6.0, 6.0, 5.0, 4.0, 2.0, 1.0, 1.0],
+    })
+    expected_totals["share"] = expected_totals["seconds"] / 25.0
+    pdt.assert_frame_equal(info.totals, expected_totals)
+    expected_tasks = pd.DataFrame({"task": ["A", "B"], "seconds": [7.0, 8.0]})
+    expected_tasks["share"] = expected_tasks["seconds"] / 25.0
+    pdt.assert_frame_equal(info.tasks, expected_tasks)
+
+
+def test_profile_table_and_figures() -> None:
+    info = profile_info(profile_frame(ROWS))
+    lines = profile_table_text(info).splitlines()
+    assert lines[0].split("|")[1].strip() == "Name"
+    assert lines[2].split() == ["|", "Total", "|", "0.4167", "|", "100.0000"]
+    assert lines[3].split() == ["0", "|", "SendToBuilder", "|", "0.1000", "|", "24.0000"]
+    batches = profile_batches_figure(info)
+    assert [t.name for t in batches.data] == list(info.stages)  # one stacked bar per stage
+    assert batches.layout.barmode == "stack"
+    assert list(batches.data[2].y) == [0, 3.0, 2.0, 1.0, 0]  # SendToBuilder per row
+    totals = profile_totals_figure(info)
+    assert list(totals.data[0].y) == list(info.totals["stage"])[::-1]
+    assert list(totals.data[0].text)[-1] == "24.0%"
+    assert list(profile_tasks_figure(info).data[0].y) == ["A", "B"]
+
+
+def test_empty_profile_warns_and_draws_a_note() -> None:
+    with pytest.warns(MsvizWarning, match="no profile"):
+        info = profile_info(profile_frame([]))
+    assert info.source == "none" and info.wall == 0.0
+    fig = profile_batches_figure(info)
+    assert fig.layout.annotations[0].text == "no profile yet"
