@@ -61,11 +61,6 @@ class Profile:
             if self._stack:  # resume it
                 self._stack[-1][1] = now
 
-    def add(self, stage: str, seconds: float) -> None:
-        """Count ``seconds`` measured elsewhere to ``stage`` (they are part of the open row's
-        wall time; they leave ``other``)."""
-        self._open[stage] = self._open.get(stage, 0.0) + seconds
-
     def close(self, task: str, batch: int | None) -> dict[str, Any]:
         """Close the open row: everything since the last close, under ``task`` and ``batch``
         (None for what is no batch: setting the tasks up, the end). Returns the row."""
@@ -88,10 +83,4 @@ class Profile:
         """A copy of the closed rows."""
         with self._lock:
             return list(self.rows)
-
-    @property
-    def seconds(self) -> float:
-        """The wall time of the closed rows."""
-        with self._lock:
-            return sum(r["wall"] for r in self.rows)
 

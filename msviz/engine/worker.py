@@ -18,6 +18,7 @@ from msviz import compat
 from msviz.check.model import check_model
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
+from msviz.records.profile import stage_groups
 from msviz.records.sidecar import SidecarWriter
 from msviz.space_generator.generate import design_spaces_and_warnings
 from msviz.space_generator.rules import RuleSet
@@ -200,11 +201,8 @@ class Worker:
             else:
                 future.set_exception(SessionStateError(f"{command} not applied: the session "
                                                        "ended"))
-        timing: dict = {}
-        for tuner in self.tuners:
-            for key, value in tuner.timing.items():
-                timing[key] = timing.get(key, 0.0) + value
         self._close_row()  # the end of tuning: no batch
+        timing = stage_groups(s._profile.snapshot())
         # the tuning's wall time ends here; the model's check is timed apart, after it
         if s.end_to_end_check and final in ("finished", "stopped") and s.trials_done:
             with profile.timeit("msviz/EndToEndCheck"):

@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 __all__ = [
-    "LOGS_STAGE", "OTHER", "PROFILE_COLUMNS", "STAGES", "batches_from_logs", "profile_frame",
+    "GROUPS", "LOGS_STAGE", "OTHER", "PROFILE_COLUMNS", "STAGES", "batches_from_logs",
+    "profile_frame", "stage_groups",
 ]
 
 PROFILE_COLUMNS = ("task", "batch", "stage", "seconds")
@@ -59,6 +60,27 @@ def profile_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame["batch"] = frame["batch"].astype("Int64")
     frame["seconds"] = frame["seconds"].astype(float)
     return frame
+
+
+#: The ``timing`` of a session's final event: its profile's stages in three groups.
+GROUPS = {
+    "search": ("EvoSearch/",),
+    "measure": ("SendToBuilder", "SendToRunner", "msviz/CheckResults",
+                "MeasureCallback/AddToDatabase", "MeasureCallback/RemoveBuildArtifact"),
+    "cost_model": ("MeasureCallback/UpdateCostModel",),
+}
+
+
+def stage_groups(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds of profile rows in the groups of :data:`GROUPS` (a stage name that ends with
+    ``/`` takes every stage under it)."""
+    out = dict.fromkeys(GROUPS, 0.0)
+    for row in rows:
+        for stage, secs in (row.get("stages") or {}).items():
+            for group, names in GROUPS.items():
+                if any(stage == n or (n.endswith("/") and stage.startswith(n)) for n in names):
+                    out[group] += float(secs)
+    return out
 
 
 def batches_from_logs(trials: pd.DataFrame) -> pd.DataFrame:

@@ -28,7 +28,6 @@ def test_nested_timers_count_each_second_once() -> None:
             time.sleep(0.10)
         time.sleep(0.05)
     time.sleep(0.03)  # no timer: "other"
-    profile.add("elsewhere", 0.0)
     row = profile.close("T", 0)
     wall = time.perf_counter() - start
     stages = row["stages"]
@@ -64,6 +63,14 @@ def test_profile_sums_to_the_session_wall_time(profiled: Any) -> None:
     assert all(by_stage.get(stage, 0) > 0 for stage in SEARCH), by_stage
     assert by_stage["SendToBuilder"] > 0 and by_stage["SendToRunner"] > 0
     assert by_stage[OTHER] < 0.05 * wall  # what no timer covers is small
+    # the final event's timing is the profile in three groups
+    timing = events[-1]["timing"]
+    assert timing["search"] == pytest.approx(
+        sum(v for k, v in by_stage.items() if k.startswith("EvoSearch/")))
+    assert timing["cost_model"] == pytest.approx(by_stage["MeasureCallback/UpdateCostModel"])
+    assert timing["measure"] == pytest.approx(sum(by_stage.get(k, 0.0) for k in (
+        "SendToBuilder", "SendToRunner", "msviz/CheckResults", "MeasureCallback/AddToDatabase",
+        "MeasureCallback/RemoveBuildArtifact")))
 
 
 def test_profile_events_rows_and_the_work_dir_agree(profiled: Any) -> None:

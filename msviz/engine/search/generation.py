@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Generator, Iterator
 from typing import Any
 
@@ -16,7 +15,7 @@ class Generation:
     ``EvolutionarySearch.generate`` (and ``ReplayTrace.generate``) are generators that yield a
     ``Stage`` after each step and return the picked candidates (``[]``: nothing new; None: the
     search has ended). Iterating a :class:`Generation` yields the stages and keeps the return
-    value and the seconds spent inside the search, so a caller that pauses between stages (a
+    value, so a caller that pauses between stages (a
     session) and one that does not (the ``PySearchStrategy``) drive it the same way.
 
     Parameters
@@ -34,20 +33,15 @@ class Generation:
         self._timeit = timeit or (lambda _stage: contextlib.nullcontext())
         #: The candidates picked (set when the iteration ends; None: the search has ended).
         self.picks: list | None = None
-        #: Seconds spent inside the search (not in the caller's handling of each stage).
-        self.seconds = 0.0
 
     def __iter__(self) -> Iterator[Any]:
         while True:
-            tic = time.perf_counter()
             try:
                 with self._timeit("EvoSearch/Evolve/Misc"):
                     stage = next(self._stages)
             except StopIteration as done:
                 self.picks = done.value
                 return
-            finally:
-                self.seconds += time.perf_counter() - tic
             yield stage
 
     def close(self) -> None:

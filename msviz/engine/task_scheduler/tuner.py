@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -155,8 +154,6 @@ class Tuner:
         #: Why the search ended (None while it goes on).
         self.end_reason: str | None = None
         self.search: EvolutionarySearch | ReplayTrace | None = None
-        #: Seconds spent generating candidates / building+running / updating the cost model.
-        self.timing = {"search": 0.0, "measure": 0.0, "cost_model": 0.0}
 
     # the parts every task shares
     database = property(lambda self: self.shared.database)
@@ -342,7 +339,6 @@ class Tuner:
                 if self._space_changed:  # new rules: start a generation from them
                     generation.close()
                     break
-            self.timing["search"] += generation.seconds
             picks = generation.picks
             if self._space_changed:
                 self._space_changed = False
@@ -377,7 +373,6 @@ class Tuner:
         batch's row of the profile (a ``profile`` event)."""
         measurer, timeit = self.measurer, self.timeit
         batch = self.batch
-        tic = time.perf_counter()
         with timeit("SendToBuilder"):
             built = measurer.build([item[0].mod for item in items])
         self.emit("built", batch=batch, results=[
@@ -393,17 +388,14 @@ class Tuner:
             rows = [callbacks.add_to_database(self, sch, args, res, info, batch=batch,
                                               generation=generation)
                     for (sch, args, info, _), res in zip(items, results)]
-        self.timing["measure"] += time.perf_counter() - tic
         self.emit("measured", batch=batch, trials=rows, best_us=self.best_secs * 1e6
                   if math.isfinite(self.best_secs) else None)
         infra = [item[3] for item, r in zip(items, results)
                  if r.error_kind in UNMEASURED_KINDS]  # infra failures, lost devices
         self.search.forget(infra)  # may be picked again: the schedule was never measured
-        tic = time.perf_counter()
         with timeit("MeasureCallback/UpdateCostModel"):
             updated = callbacks.update_cost_model(self, items, results, batch)
         self.emit("cost_model_updated", **updated)
-        self.timing["cost_model"] += time.perf_counter() - tic
         self.batch += 1
         if self.profile is not None:
             row = self.profile.close(self.task, batch)
