@@ -136,7 +136,9 @@ def profile_batches_figure(info: ProfileInfo) -> Any:
                     hovertemplate="%{customdata}<br>%{meta}: %{y:.3f} s<extra></extra>")
     many = len(x) > 40
     fig.update_layout(
-        title=f"Seconds per batch, by stage ({SOURCES[info.source]})", barmode="stack",
+        # short: a longer title runs under the plot's toolbar (the Time tab names the source)
+        title="Seconds per batch, by stage" + (" (from the logs)" if info.source == "logs"
+                                               else ""), barmode="stack",
         bargap=0 if many else 0.15, xaxis_title="batch (in order)", yaxis_title="seconds",
         legend={"font": {"size": 10}}, **_LAYOUT)
     ticks = x if len(x) <= 30 else x[:: max(1, len(x) // 15)]
