@@ -23,8 +23,9 @@ def test_stock_preset_equals_metaschedule_defaults() -> None:
     assert knobs.cost_model_warmup == 100  # XGBModel's num_warmup_samples
     assert knobs.skip_db_measured is False
     assert knobs.eps_greedy_at_least_one is False
-    assert PRESETS["msviz"] == {"cost_model_warmup": 0, "skip_db_measured": True,
-                                "eps_greedy_at_least_one": True}
+    assert knobs.cost_model_task_warmup == 0  # stock has no task warm-up
+    assert PRESETS["msviz"] == {"cost_model_warmup": 0, "cost_model_task_warmup": 1,
+                                "skip_db_measured": True, "eps_greedy_at_least_one": True}
 
 
 @pytest.mark.parametrize("name", ["init_measured_ratio", "genetic_mutate_prob", "eps_greedy"])

@@ -105,7 +105,10 @@ class Measurer:
         deadline = self.builder_timeout * rounds + 2 * self.watchdog_slack
 
         def on_timeout() -> None:
+            watchdog.kill_pool_workers(self.builder)  # a warm pool's workers predate the batch
             watchdog.kill(sorted(watchdog.popen_children() - before))
+            if hasattr(self.builder, "reset"):
+                self.builder.reset()
             self.pools_replaced += 1
 
         try:
@@ -224,5 +227,7 @@ class Measurer:
                 shutil.rmtree(os.path.dirname(b.artifact), ignore_errors=True)
 
     def close(self) -> None:
-        """Stop the runner's persistent worker."""
+        """Stop the runner's persistent worker and a warm builder's pool."""
         watchdog.shutdown_pool(self.runner)
+        if hasattr(self.builder, "reset"):
+            self.builder.reset()

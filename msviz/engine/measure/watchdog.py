@@ -72,7 +72,7 @@ def with_deadline(fn: Callable[[], Any], deadline: float, on_timeout: Callable[[
 
 
 def kill_pool_workers(runner: Any) -> None:
-    """Kill the worker processes of a runner's ``PopenPoolExecutor``.
+    """Kill the worker processes of a runner's (or a warm builder's) ``PopenPoolExecutor``.
 
     TVM's pool has no public way to name its workers; its private ``_worker_map`` (worker ID to
     ``PopenWorker``, each with its ``_proc``) is read here and nowhere else in msviz.

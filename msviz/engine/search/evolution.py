@@ -9,6 +9,10 @@ model (``XGBModel.predict``) and the database (``get_top_k``). One generation is
     EvolveWithCostModel: genetic_num_iters + 1 scorings   -> one "generation" stage each
     PickWithEpsGreedy(fresh samples, heap bests, n)       -> "picked"
 
+While the cost model holds fewer samples of the task than ``cost_model_task_warmup`` (an msviz
+knob: 1 in its preset, 0 in stock's), a generation is a warm-up one: ``max(init_min_unmeasured,
+2 n)`` fresh samples, random scores, no genetic iterations.
+
 :meth:`EvolutionarySearch.generate` is a generator: it yields a :class:`Stage` after each of
 these, so the caller can pause, and returns the picked candidates (``None`` when the search ends,
 as the C++ does). Replays and mutations of a population run on ``num_threads`` threads (TVM calls
@@ -113,6 +117,10 @@ class EvolutionarySearch:
         self.seed = int(seed)
         self.rng = np.random.default_rng(seed)
         self.measured: set[int] = set()
+        #: Measured samples of this task the cost model was trained on (the caller counts
+        #: them: :meth:`trained_on`); below ``knobs.cost_model_task_warmup`` a generation is a
+        #: warm-up one (random picks, no genetic iterations).
+        self.task_samples = 0
         #: Why :meth:`generate` returned None (the search ended), in words.
         self.stop_reason: str | None = None
         self._failures: Counter[str] = Counter()
@@ -204,8 +212,20 @@ class EvolutionarySearch:
         out, self._failures = dict(self._failures), Counter()
         return out
 
+    def trained_on(self, samples: int) -> None:
+        """The cost model was trained on ``samples`` more measured samples of this task."""
+        self.task_samples += int(samples)
+
+    def in_task_warmup(self) -> bool:
+        """True while the cost model holds fewer samples of this task than
+        ``knobs.cost_model_task_warmup``: its scores for this task would rank noise."""
+        return self.task_samples < self.knobs.cost_model_task_warmup
+
     def _untrained(self) -> bool:
-        """True while an ``XGBModel`` would answer with numpy's *global* random numbers."""
+        """True while an ``XGBModel`` would answer with numpy's *global* random numbers, or
+        the search is in its task warm-up (the model's scores are not used)."""
+        if self.in_task_warmup():
+            return True
         model = self.cost_model
         if not isinstance(model, compat.ms.cost_model.XGBModel):
             return False
@@ -375,11 +395,18 @@ class EvolutionarySearch:
         """
         knobs = self.knobs
         pop = knobs.population_size
+        # A task warm-up generation (cost_model_task_warmup): the model's scores would rank
+        # noise, so no genetic iterations, and only as many fresh samples as random picks need.
+        warmup = self.in_task_warmup()
+        num_iters = 0 if warmup else knobs.genetic_num_iters
         self.take_failures()
         with self.timeit("EvoSearch/PickBestFromDatabase"):
             best = self.pick_best_from_database(int(pop * knobs.init_measured_ratio))
+        num_fresh = pop - len(best)
+        if warmup:
+            num_fresh = min(num_fresh, max(knobs.init_min_unmeasured, 2 * num))
         with self.timeit("EvoSearch/SampleInitPopulation"):
-            fresh = self.sample_init_population(pop - len(best))
+            fresh = self.sample_init_population(num_fresh)
         inits = best + fresh
         yield Stage(
             "initial_population",
@@ -388,6 +415,7 @@ class EvolutionarySearch:
                 "from_database": len(best),
                 "fresh": len(fresh),
                 "enough": len(fresh) >= knobs.init_min_unmeasured and bool(inits),
+                "task_warmup": warmup,
                 "failures": self.take_failures(),
                 "candidates": [
                     {**c.lineage(), "decisions": decisions_of(c.sch.trace)} for c in inits
@@ -413,7 +441,7 @@ class EvolutionarySearch:
         population = inits
         score_cache: dict[int, float] = {}
         failures: dict[str, int] = {}
-        for iteration in range(knobs.genetic_num_iters + 1):
+        for iteration in range(num_iters + 1):
             with self.timeit("EvoSearch/Evolve/PredictNormalizedScore"):
                 scores = self.predict(population, score_cache)
             added = 0
@@ -445,7 +473,7 @@ class EvolutionarySearch:
                     "failures": failures,
                 },
             )
-            if iteration == knobs.genetic_num_iters:
+            if iteration == num_iters:
                 break
             with self.timeit("EvoSearch/Evolve/Mutation"):
                 population, failures = self._mutate(population, scores, iteration + 1)

@@ -1,13 +1,20 @@
 """Search knobs and the named presets that fill them (``"msviz"`` default, ``"stock"``).
 
 The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySearch``
-(``evolutionary_search.cc``) plus three that stock MetaSchedule fixes elsewhere:
+(``evolutionary_search.cc``) plus four that stock MetaSchedule fixes elsewhere or lacks:
 
 * ``cost_model_warmup``: ``XGBModel(num_warmup_samples=...)``. Stock is 100: until 100 trials are
   measured the model returns uniform random scores, so the first batches are picked at random.
   msviz uses 0 (train from the first batch), which finds fast kernels sooner.
 * ``eps_greedy_at_least_one``: stock rounds ``trials_per_batch * eps_greedy`` down, so a batch of
   16 with the stock 5% picks no random candidate at all; msviz picks at least one.
+* ``cost_model_task_warmup``: samples *of this task* the cost model must hold before a
+  generation evolves with it. Until then the model has never seen the task's workload, so its
+  scores rank noise, and MetaSchedule's genetic iterations (about half of a generation's time,
+  the scoring the other half) buy nothing over random picks: such a generation samples
+  ``max(init_min_unmeasured, 2 * batch)`` fresh schedules and picks at random from them. Stock
+  is 0 (no such warm-up); msviz uses 1, so a task's first batch costs a fraction of a generation
+  (a model's round-robin warm-up, one batch per task, most of all).
 * ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
   continues a work dir re-measures schedules the database already holds. msviz skips them.
 
@@ -49,6 +56,9 @@ class SearchKnobs:
         Generations in a row that pick nothing new before the search ends.
     cost_model_warmup : int
         Measured samples before the XGBoost model's scores are used (random before).
+    cost_model_task_warmup : int
+        Measured samples of this task before a generation evolves with the cost model; before,
+        it samples ``max(init_min_unmeasured, 2 * batch)`` fresh schedules and picks at random.
     skip_db_measured : bool
         Never pick a schedule the database already holds (stock: only this run's).
     eps_greedy_at_least_one : bool
@@ -66,6 +76,7 @@ class SearchKnobs:
     eps_greedy: float = 0.05
     num_empty_iters_before_early_stop: int = 5
     cost_model_warmup: int = 100
+    cost_model_task_warmup: int = 0
     skip_db_measured: bool = False
     eps_greedy_at_least_one: bool = False
 
@@ -85,6 +96,7 @@ class SearchKnobs:
             ("genetic_max_fail_count", 0),
             ("num_empty_iters_before_early_stop", 0),
             ("cost_model_warmup", 0),
+            ("cost_model_task_warmup", 0),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -108,7 +120,8 @@ class SearchKnobs:
 #: Named presets: knob values that differ from MetaSchedule's stock defaults.
 PRESETS: dict[str, dict[str, Any]] = {
     "stock": {},
-    "msviz": {"cost_model_warmup": 0, "skip_db_measured": True, "eps_greedy_at_least_one": True},
+    "msviz": {"cost_model_warmup": 0, "cost_model_task_warmup": 1, "skip_db_measured": True,
+              "eps_greedy_at_least_one": True},
 }
 
 

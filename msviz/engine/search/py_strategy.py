@@ -168,6 +168,8 @@ class _Strategy(compat.ms.search_strategy.PySearchStrategy):
     def notify_runner_results(self, measure_candidates: Any, results: Any) -> None:
         self.st += len(results)
         self.ed += len(results)
+        if self.search is not None:  # the task scheduler's UpdateCostModel trains on them
+            self.search.trained_on(sum(1 for r in results if r.run_secs))
 
     def clone(self) -> Any:
         return MsvizSearchStrategy(self.knobs, seed=self.seed, num_threads=self.num_threads,

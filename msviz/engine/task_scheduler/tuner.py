@@ -295,6 +295,8 @@ class Tuner:
                 results.append(compat.ms.runner.RunnerResult(secs, None))
         if cands:
             self.cost_model.update(self.context, cands, results)
+            if self.evo is not None:
+                self.evo.trained_on(len(cands))
         self.emit("cost_model_updated", batch=None, samples=int(getattr(
             self.cost_model, "data_size", len(cands))), source="database", trained_on=len(cands))
 
@@ -395,6 +397,8 @@ class Tuner:
         self.search.forget(infra)  # may be picked again: the schedule was never measured
         with timeit("MeasureCallback/UpdateCostModel"):
             updated = callbacks.update_cost_model(self, items, results, batch)
+        if self.evo is not None:
+            self.evo.trained_on(updated["trained_on"])
         self.emit("cost_model_updated", **updated)
         self.batch += 1
         if self.profile is not None:
