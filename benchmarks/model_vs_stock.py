@@ -8,6 +8,9 @@ one-time ``import tvm.s_tir.tensor_intrin`` happens before timing starts):
                    XGBModel)
 * ``stock+msviz``  ``tune_relax`` with msviz's search as its ``PySearchStrategy``
                    (``strategy=msviz.search_strategy()``), everything else stock
+* ``msviz-warmup100``  ``msviz.Session(model, cost_model_warmup=100)``: msviz with stock's
+                   100-sample cost-model warm-up (random scores until then), to tell the time
+                   the engine takes from the time the earlier model scoring takes
 
 All use the same target (this host's CPU, ``msviz.compat.make_target("llvm")``), the same builder
 (``LocalBuilder`` with msviz's fast build function) and the stock ``LocalRunner``; ``tune_relax``
@@ -44,7 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from profiles import msviz_stages, overhead_lines, side_by_side
 
-CONFIGS = ("msviz", "stock", "stock+msviz")
+CONFIGS = ("msviz", "stock", "stock+msviz", "msviz-warmup100")
+#: Knobs of each msviz Session configuration.
+SESSION_KNOBS = {"msviz": {}, "msviz-warmup100": {"cost_model_warmup": 100}}
 
 
 def task_split(work_dir: Path, tasks: list) -> dict[str, int]:
@@ -79,11 +84,12 @@ def _tune_stock(config: str, model: Any, target: Any, work_dir: Path, trials: in
     return {k: float(v) for k, v in prof.get().items()}
 
 
-def _tune_msviz(model: Any, target: Any, work_dir: Path, trials: int, batch: int, seed: int,
-                threads: int, population: int | None) -> dict[str, float]:
+def _tune_msviz(config: str, model: Any, target: Any, work_dir: Path, trials: int, batch: int,
+                seed: int, threads: int, population: int | None) -> dict[str, float]:
     import msviz
 
-    knobs = {} if population is None else {"population_size": population}
+    knobs = {**SESSION_KNOBS[config],
+             **({} if population is None else {"population_size": population})}
     session = msviz.Session(model, target=target, work_dir=work_dir, max_trials=trials,
                             trials_per_batch=batch, seed=seed, num_threads=threads,
                             end_to_end_check=False, **knobs)
@@ -125,8 +131,9 @@ def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, wo
     target = compat.make_target("llvm", num_cores=threads)
     model = models.build(model_name, seed=0)
     tic = time.perf_counter()
-    if config == "msviz":
-        stages = _tune_msviz(model, target, work_dir, trials, batch, seed, threads, population)
+    if config in SESSION_KNOBS:
+        stages = _tune_msviz(config, model, target, work_dir, trials, batch, seed, threads,
+                             population)
     else:
         stages = _tune_stock(config, model, target, work_dir, trials, batch, seed, population)
     wall = time.perf_counter() - tic
@@ -238,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nwhere the time went, seed {first}: stock (ms.Profiler) and {config}")
             print(side_by_side(by["stock", first]["stages"], by[config, first]["stages"],
                                names=("stock", config)))
-            if config == "msviz":
+            if config in SESSION_KNOBS:
                 print(overhead_lines(by[config, first]["stages"], args.trials))
     print("targets: msviz tuned_us <= stock tuned_us, msviz wall_s <= 0.8 x stock wall_s")
     return 0
