@@ -64,6 +64,15 @@ def task_split(work_dir: Path, tasks: list) -> dict[str, int]:
     return dict(split)
 
 
+def best_per_task(work_dir: Path) -> dict[str, float]:
+    """Each task's best mean latency (us) in tuning (what the database ranks by)."""
+    import msviz
+
+    trials = msviz.open(work_dir).trials
+    best = trials.groupby("task")["latency_us"].min()
+    return {str(k): round(float(v), 2) for k, v in best.items()}
+
+
 def _tune_stock(config: str, model: Any, target: Any, work_dir: Path, trials: int, batch: int,
                 seed: int, population: int | None) -> dict[str, float]:
     import msviz
@@ -141,6 +150,7 @@ def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, wo
     e2e = check_model(model, tasks, work_dir, target, seed=0)
     split = task_split(work_dir, tasks)
     out = {"config": config, "seed": seed, "wall_s": wall, "split": split, "stages": stages,
+           "best_us": best_per_task(work_dir),
            **e2e}
     if builder_probe:
         # Batches the run measured: each task's trials in batches of at most `batch`.
@@ -206,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"tuned {_fmt(res['tuned_us'], '.1f')} us  untuned "
                   f"{_fmt(res['untuned_us'], '.1f')} us  match {res['match']}  "
                   f"fallback {res['fallback']}  error {res['error']}", flush=True)
+            print(f"       best latency per task in tuning (us): {res['best_us']}", flush=True)
             print(f"       trials per task ({sum(res['split'].values())} in all): "
                   f"{res['split']}", flush=True)
             if "builder" in res:
