@@ -9,9 +9,10 @@ time. Rows are the union of both names; a dash means the side has no such scope.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
-__all__ = ["msviz_stages", "overhead_lines", "side_by_side"]
+__all__ = ["PROFILE_COST", "msviz_stages", "overhead_lines", "side_by_side", "timer_cost"]
 
 #: msviz's own stages: what it adds to a batch beyond what stock MetaSchedule does.
 MSVIZ_ONLY = ("msviz/CheckResults", "msviz/Events", "msviz/Commands", "msviz/Paused",
@@ -27,15 +28,36 @@ WHY = {
 
 
 def msviz_stages(session: Any) -> dict[str, float]:
-    """Seconds per stage of a finished session."""
+    """Seconds per stage of a finished session, and ``profile_cost_s``: what its profile cost
+    (its timer entries times the cost of one nested entry, timed here)."""
     frame = session.profile
-    return {str(k): float(v) for k, v in frame.groupby("stage")["seconds"].sum().items()}
+    out = {str(k): float(v) for k, v in frame.groupby("stage")["seconds"].sum().items()}
+    out[PROFILE_COST] = session._profile.calls * timer_cost()
+    return out
+
+
+#: The key of :func:`msviz_stages`'s profile cost (not a stage: printed apart).
+PROFILE_COST = "profile_cost_s"
+
+
+def timer_cost(n: int = 20_000) -> float:
+    """Seconds of one ``Profile.timeit`` entry nested in another (the usual case)."""
+    from msviz.engine.profile import Profile
+
+    profile = Profile()
+    with profile.timeit("outer"):
+        tic = time.perf_counter()
+        for _ in range(n):
+            with profile.timeit("inner"):
+                pass
+        return (time.perf_counter() - tic) / n
 
 
 def side_by_side(stock: dict[str, float] | None, mine: dict[str, float] | None,
                  *, names: tuple[str, str] = ("stock", "msviz")) -> str:
     """One line per stage name: seconds on each side, biggest first."""
-    stock, mine = stock or {}, mine or {}
+    stock = {k: v for k, v in (stock or {}).items() if k != PROFILE_COST}
+    mine = {k: v for k, v in (mine or {}).items() if k != PROFILE_COST}
     keys = sorted(set(stock) | set(mine),
                   key=lambda k: -max(stock.get(k, 0.0), mine.get(k, 0.0)))
 
@@ -55,4 +77,9 @@ def overhead_lines(mine: dict[str, float], trials: int) -> str:
     lines = [f"  msviz adds {total / max(1, trials) * 1000:.1f} ms per trial "
              f"({total:.2f} s over {trials} trials):"]
     lines += [f"    {v / max(1, trials) * 1000:7.1f} ms  {k}: {WHY.get(k, '')}" for k, v in rows]
+    if PROFILE_COST in mine:
+        wall = sum(v for k, v in mine.items() if k != PROFILE_COST)
+        lines.append(f"  the profile itself: {mine[PROFILE_COST] * 1000:.1f} ms "
+                     f"({mine[PROFILE_COST] / max(wall, 1e-9):.4%} of the wall time; "
+                     "its timer entries x one entry's cost)")
     return "\n".join(lines)

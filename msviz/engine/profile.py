@@ -37,6 +37,9 @@ class Profile:
         self._open: dict[str, float] = {}
         self._stack: list[list[Any]] = []  # [stage, started] of the timers entered, innermost last
         self._mark = time.perf_counter()
+        #: Timers entered so far (what the profile itself costs is about this many timer
+        #: entries: ``benchmarks/profiles.py`` prints it).
+        self.calls = 0
 
     def restart(self) -> None:
         """Start the clock of the first row now (the worker thread has just started)."""
@@ -47,6 +50,7 @@ class Profile:
     def timeit(self, stage: str) -> Iterator[None]:
         """Count the time inside to ``stage`` (not to the stage around it)."""
         now = time.perf_counter()
+        self.calls += 1
         if self._stack:  # pause the enclosing stage
             outer = self._stack[-1]
             self._open[outer[0]] = self._open.get(outer[0], 0.0) + now - outer[1]
