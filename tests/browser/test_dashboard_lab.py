@@ -76,7 +76,7 @@ def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
         # the table holds every trial the progress line counts
         progress = driver.execute_script(
             "return [...document.querySelectorAll('.msviz-dashboard .widget-html')]"
-            ".map(e => e.textContent.trim()).find(t => /^[0-9]+\/[0-9]+ trials/.test(t))")
+            ".map(e => e.textContent.trim()).find(t => /^[0-9]+\\/[0-9]+ trials/.test(t))")
         assert re.match(rf"{rows}/32 trials", progress), progress
         # the plot shows them: open the Plots tab and count the points
         _open_tab(driver, "Plots")

@@ -7,7 +7,7 @@ from typing import Any
 
 from msviz import compat
 
-__all__ = ["Candidate", "Stage", "decisions_of"]
+__all__ = ["Candidate", "Stage", "decisions_of", "pick_with_eps_greedy"]
 
 
 @dataclass(eq=False)
@@ -81,3 +81,46 @@ def decisions_of(trace: Any) -> list[list[Any]]:
     ]
     out.sort(key=lambda row: row[0])
     return out
+
+
+def pick_with_eps_greedy(unmeasured: list[Candidate], bests: list[Candidate], num: int, *,
+                         knobs: Any, rng: Any, measured: set[int]) -> list[Candidate]:
+    """``PickWithEpsGreedy``: ``num * (1 - eps)`` from the bests, the rest at random.
+
+    The C++ rounds ``num * eps`` down (16 * 0.05 -> 0 random picks); with the knob
+    ``eps_greedy_at_least_one`` (preset ``"msviz"``) at least one pick is random when
+    ``eps_greedy > 0``. Picks skip (and then join) ``measured``, the shashes measured so far;
+    ``knobs`` are the search's (:class:`~msviz.engine.search.presets.SearchKnobs`), ``rng`` its
+    numpy generator.
+    """
+    num_rands = int(num * knobs.eps_greedy)
+    if knobs.eps_greedy_at_least_one and knobs.eps_greedy > 0 and num > 0:
+        num_rands = max(1, num_rands)
+    num_bests = num - num_rands
+    rands = [int(i) for i in rng.permutation(len(unmeasured))]
+    results: list[Candidate] = []
+    i_bests = i_rands = 0
+    for i in range(num):
+        has_best, has_rand = i_bests < len(bests), i_rands < len(rands)
+        if i < num_bests:
+            if has_best:
+                cand, how = bests[i_bests], "score"
+                i_bests += 1
+            elif has_rand:
+                cand, how = unmeasured[rands[i_rands]], "random"
+                i_rands += 1
+            else:
+                break
+        elif has_rand:
+            cand, how = unmeasured[rands[i_rands]], "random"
+            i_rands += 1
+        elif has_best:
+            cand, how = bests[i_bests], "score"
+            i_bests += 1
+        else:
+            break
+        if cand.shash not in measured:
+            measured.add(cand.shash)
+            cand.pick = how
+            results.append(cand)
+    return results

@@ -9,9 +9,7 @@ model (``XGBModel.predict``) and the database (``get_top_k``). One generation is
     EvolveWithCostModel: genetic_num_iters + 1 scorings   -> one "generation" stage each
     PickWithEpsGreedy(fresh samples, heap bests, n)       -> "picked"
 
-While the cost model holds fewer samples of the task than ``cost_model_task_warmup`` (an msviz
-knob: 1 in its preset, 0 in stock's), a generation is a warm-up one: ``max(init_min_unmeasured,
-2 n)`` fresh samples, random scores, no genetic iterations.
+A task warm-up generation (:meth:`EvolutionarySearch.in_task_warmup`) has no genetic iterations.
 
 :meth:`EvolutionarySearch.generate` is a generator: it yields a :class:`Stage` after each of
 these, so the caller can pause, and returns the picked candidates (``None`` when the search ends,
@@ -35,7 +33,12 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.engine.search.candidates import Candidate, Stage, decisions_of
+from msviz.engine.search.candidates import (
+    Candidate,
+    Stage,
+    decisions_of,
+    pick_with_eps_greedy,
+)
 from msviz.engine.search.presets import SearchKnobs
 from msviz.trace.replay import apply_trace
 from msviz.trace.spaces import space_key, space_of
@@ -117,9 +120,7 @@ class EvolutionarySearch:
         self.seed = int(seed)
         self.rng = np.random.default_rng(seed)
         self.measured: set[int] = set()
-        #: Measured samples of this task the cost model was trained on (the caller counts
-        #: them: :meth:`trained_on`); below ``knobs.cost_model_task_warmup`` a generation is a
-        #: warm-up one (random picks, no genetic iterations).
+        #: Measured samples of this task the cost model was trained on (:meth:`trained_on`).
         self.task_samples = 0
         #: Why :meth:`generate` returned None (the search ended), in words.
         self.stop_reason: str | None = None
@@ -218,7 +219,9 @@ class EvolutionarySearch:
 
     def in_task_warmup(self) -> bool:
         """True while the cost model holds fewer samples of this task than
-        ``knobs.cost_model_task_warmup``: its scores for this task would rank noise."""
+        ``knobs.cost_model_task_warmup`` (its scores would rank noise): a generation then
+        samples ``max(init_min_unmeasured, 2 * batch)`` fresh schedules, scores them at random
+        and runs no genetic iteration."""
         return self.task_samples < self.knobs.cost_model_task_warmup
 
     def _untrained(self) -> bool:
@@ -516,40 +519,7 @@ class EvolutionarySearch:
     def pick_with_eps_greedy(
         self, unmeasured: list[Candidate], bests: list[Candidate], num: int
     ) -> list[Candidate]:
-        """``PickWithEpsGreedy``: ``num * (1 - eps)`` from the bests, the rest at random.
-
-        The C++ rounds ``num * eps`` down (16 * 0.05 -> 0 random picks); with the knob
-        ``eps_greedy_at_least_one`` (preset ``"msviz"``) at least one pick is random when
-        ``eps_greedy > 0``.
-        """
-        num_rands = int(num * self.knobs.eps_greedy)
-        if self.knobs.eps_greedy_at_least_one and self.knobs.eps_greedy > 0 and num > 0:
-            num_rands = max(1, num_rands)
-        num_bests = num - num_rands
-        rands = [int(i) for i in self.rng.permutation(len(unmeasured))]
-        results: list[Candidate] = []
-        i_bests = i_rands = 0
-        for i in range(num):
-            has_best, has_rand = i_bests < len(bests), i_rands < len(rands)
-            if i < num_bests:
-                if has_best:
-                    cand, how = bests[i_bests], "score"
-                    i_bests += 1
-                elif has_rand:
-                    cand, how = unmeasured[rands[i_rands]], "random"
-                    i_rands += 1
-                else:
-                    break
-            elif has_rand:
-                cand, how = unmeasured[rands[i_rands]], "random"
-                i_rands += 1
-            elif has_best:
-                cand, how = bests[i_bests], "score"
-                i_bests += 1
-            else:
-                break
-            if cand.shash not in self.measured:
-                self.measured.add(cand.shash)
-                cand.pick = how
-                results.append(cand)
-        return results
+        """``PickWithEpsGreedy`` (:func:`~msviz.engine.search.candidates.pick_with_eps_greedy`)
+        with this search's knobs, generator and measured schedules."""
+        return pick_with_eps_greedy(unmeasured, bests, num, knobs=self.knobs, rng=self.rng,
+                                    measured=self.measured)
