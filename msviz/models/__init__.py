@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from msviz.models.model import Model, ModelTask, lower
 from msviz.models.sources import from_nn, from_onnx, from_relax, is_model, load
-from msviz.models.zoo import MODELS, build, catalogue
+from msviz.models.zoo import MODELS, CatalogueEntry, build, catalogue
 
 __all__ = [
     "MODELS",
+    "CatalogueEntry",
     "Model",
     "ModelTask",
     "build",

@@ -23,11 +23,16 @@ class Graph:
     ----------
     seed : int
         Seed of the random weights (drawn in the order the layers are built).
+    fold_bn : bool
+        Fold each batch norm into its convolution (weights and a per-channel bias), as an
+        inference graph has it: the conv then fuses with its bias, residual add and activation
+        into one task. Otherwise batch norm is its own op (``relax.op.nn.batch_norm``).
     """
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, fold_bn: bool = False) -> None:
         from tvm import relax
 
+        self.fold_bn = fold_bn
         self.relax = relax
         self.op = relax.op
         self.bb = relax.BlockBuilder()
@@ -73,7 +78,8 @@ class Graph:
 
     def conv_bn(self, x: Any, c_in: int, c_out: int, k: int, stride: int = 1,
                 groups: int = 1) -> Any:
-        """Convolution ``k x k`` (``padding k // 2``, no bias) then batch norm (inference).
+        """Convolution ``k x k`` (``padding k // 2``, no bias) then batch norm (inference), or
+        with ``fold_bn`` the batch norm folded into the conv: a per-channel bias add.
 
         ``groups=c_in=c_out`` is a depthwise convolution (weight ``(c_out, 1, k, k)``).
         """
@@ -81,6 +87,8 @@ class Graph:
         fan_in = c_in // groups * k * k
         weight = self.const((c_out, c_in // groups, k, k), scale=(2 / fan_in) ** 0.5)
         y = self.emit(op.nn.conv2d(x, weight, strides=stride, padding=k // 2, groups=groups))
+        if self.fold_bn:
+            return self.emit(op.add(y, self.const((1, c_out, 1, 1))))
         bn = self.emit(op.nn.batch_norm(
             y, self.const((c_out,), 0.1, 1.0), self.const((c_out,)), self.const((c_out,)),
             self.const((c_out,), 0.0, 1.0), axis=1, training=False))
@@ -102,8 +110,8 @@ class Graph:
                                          (1, channels)))
 
 
-def function(shape: tuple[int, ...], body: Callable[[Graph, Any], Any],
-             seed: int = 0) -> tvm.IRModule:
+def function(shape: tuple[int, ...], body: Callable[[Graph, Any], Any], seed: int = 0,
+             fold_bn: bool = False) -> tvm.IRModule:
     """A module whose ``main`` takes a float32 ``x`` of ``shape`` and returns ``body(graph, x)``.
 
     Parameters
@@ -114,11 +122,14 @@ def function(shape: tuple[int, ...], body: Callable[[Graph, Any], Any],
         Builds the network on a :class:`Graph` from the input var; returns the output.
     seed : int
         Seed of the random weights.
+    fold_bn : bool
+        Batch norm folded into the convolutions (see :class:`Graph`).
     """
-    g = Graph(seed)
+    g = Graph(seed, fold_bn)
     x = g.relax.Var("x", g.relax.TensorType(shape, "float32"))
     with g.bb.function("main", [x]):
         with g.bb.dataflow():
             out = g.bb.emit_output(body(g, x))
         g.bb.emit_func_output(out)
     return g.bb.get()
+
