@@ -1,9 +1,7 @@
-"""A model and its tasks: a Relax program lowered as ``compile_relax`` lowers it.
-
-A model is tuned task by task: MetaSchedule's own extraction (``relax_integration.extract_tasks``)
-turns the fused TensorIR functions of the lowered module into tasks, each with a *weight* (how many
-times the model calls it). :class:`Model` holds the Relax module (weights bound as constants) and
-its inputs; :meth:`Model.extract_tasks` gives the tasks for a target.
+"""A model and its tasks: :class:`Model` (a Relax module, weights bound, and its inputs),
+:func:`lower` (the fused module ``compile_relax`` builds before it applies the database) and
+:class:`ModelTask` (one fused TensorIR function of it with its weight, from MetaSchedule's
+``relax_integration.extract_tasks``).
 """
 
 from __future__ import annotations
