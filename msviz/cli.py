@@ -259,8 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
 
     tune = sub.add_parser("tune", help="tune a catalogue workload (e.g. GMM-0, C2D-3), a "
-                          "catalogue model (mlp, resnet-block, transformer-block, resnet18) or "
-                          "an ONNX file")
+                          f"catalogue model ({', '.join(msviz.models.MODELS)}) or an ONNX file")
     tune.add_argument("workload", help="catalogue name with size index (GMM-2), model name "
                       "(mlp) or model.onnx")
     _tune_flags(tune, trials=64, work_dir=None)

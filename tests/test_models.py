@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,23 @@ def _run(model: models.Model, *inputs: np.ndarray) -> np.ndarray:
 
 
 def test_model_catalogue_names() -> None:
-    assert list(models.catalogue()) == ["mlp", "resnet-block", "transformer-block", "resnet18"]
+    assert list(models.catalogue()) == ["mlp", "resnet-block", "transformer-block", "resnet18",
+                                        "resnet50", "mobilenetv2", "bert-base"]
+    entry = models.catalogue()["resnet50"]
+    assert isinstance(entry, models.CatalogueEntry)
+    assert str(entry) == f"{entry}" == models.build("resnet50").description
+    assert entry.gflop == entry.flop / 1e9
+
+
+@pytest.mark.parametrize("name", list(models.MODELS))
+def test_catalogue_entry_is_the_extraction(name: str) -> None:
+    """The stored task count, weights and FLOP are what MetaSchedule's extraction gives."""
+    entry = models.catalogue()[name]
+    model = models.build(name)
+    assert model.inputs == [("x", entry.input_shape, "float32")]
+    tasks = model.extract_tasks(TARGET)
+    assert (entry.tasks, entry.weights, entry.flop) == (
+        len(tasks), sum(t.weight for t in tasks), round(sum(t.weight * t.flop for t in tasks)))
 
 
 def test_mlp_tasks_by_hand() -> None:
@@ -52,6 +69,52 @@ def test_catalogue_models_extract(name: str, min_tasks: int) -> None:
     assert any(t.weight >= 2 for t in tasks)
     out = _run(model, *model.random_inputs(0))
     assert np.isfinite(out).all()
+
+
+def _calls(model: models.Model) -> list[relax.Call]:
+    """The operator calls of the model's Relax function."""
+    calls: list[relax.Call] = []
+
+    def visit(expr: object) -> None:
+        if isinstance(expr, relax.Call) and isinstance(expr.op, tvm.ir.Op):
+            calls.append(expr)
+
+    relax.analysis.post_order_visit(model.mod[model.func_name], visit)
+    return calls
+
+
+#: The real models: their layers (operator calls), least tasks and least top weight.
+REAL = {
+    # 1 stem + 16 bottlenecks x 3 + 4 projections; stage 3's five identity blocks share tasks
+    "resnet50": ({"nn.conv2d": 53, "nn.max_pool2d": 1, "matmul": 1}, 20, 3),
+    # 1 stem + 2 (the t=1 block) + 16 x 3 + the 1x1 to 1280; 17 depthwise convs
+    "mobilenetv2": ({"nn.conv2d": 52, "clip": 35, "matmul": 1}, 20, 3),
+    # 12 layers x (q, k, v, out, ffn up, ffn down + 2 attention matmuls)
+    "bert-base": ({"matmul": 96, "nn.layer_norm": 24, "nn.gelu": 12, "nn.softmax": 12}, 8, 24),
+}
+
+
+@pytest.mark.parametrize("name", list(REAL))
+def test_real_models_extract_and_run(name: str) -> None:
+    layers, min_tasks, min_weight = REAL[name]
+    model = models.build(name)
+    counts = Counter(str(call.op.name).removeprefix("relax.") for call in _calls(model))
+    assert {op: counts[op] for op in layers} == layers
+    tasks = model.extract_tasks(TARGET)
+    assert len(tasks) >= min_tasks
+    assert len({t.name for t in tasks}) == len(tasks)
+    assert max(t.weight for t in tasks) >= min_weight
+    out = _run(model, *model.random_inputs(0))
+    assert out.shape == ((1, 1000) if name != "bert-base" else (32, 768))
+    assert np.isfinite(out).all()
+
+
+def test_mobilenetv2_has_a_depthwise_conv_per_block() -> None:
+    """One depthwise 3x3 per inverted residual block, as wide as the block's expansion."""
+    groups = [int(c.attrs.groups) for c in _calls(models.build("mobilenetv2"))
+              if c.op.name == "relax.nn.conv2d"]
+    assert [g for g in groups if g > 1] == [32, 96, 144, 144, 192, 192, 192, 384, 384, 384, 384,
+                                            576, 576, 576, 960, 960, 960]
 
 
 def test_relax_module_with_params_equals_numpy() -> None:

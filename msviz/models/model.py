@@ -1,0 +1,201 @@
+"""A model and its tasks: :class:`Model` (a Relax module, weights bound, and its inputs),
+:func:`lower` (the fused module ``compile_relax`` builds before it applies the database) and
+:class:`ModelTask` (one fused TensorIR function of it with its weight, from MetaSchedule's
+``relax_integration.extract_tasks``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+import tvm
+
+from msviz import compat
+from msviz.errors import WorkloadError
+from msviz.workloads import Workload, flop_count
+
+__all__ = ["Model", "ModelTask", "entry_of", "first_line", "inputs_of", "lower"]
+
+#: Ops that may stay in a lowered module (calls into TIR, the VM and packed functions).
+_LOWERED_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed",
+                "relax.call_builtin_with_ctx", "relax.null_value", "relax.call_pure_packed",
+                "relax.call_tir_with_grad", "relax.call_tir_inplace")
+
+
+class ModelTask(NamedTuple):
+    """One tuning task of a model: a fused TensorIR function and how often the model calls it.
+
+    Parameters
+    ----------
+    index : int
+        Position in MetaSchedule's task list (the task scheduler's ``Task #``).
+    name : str
+        MetaSchedule's task name (the fused function's name, e.g. ``fused_matmul_add_relu``).
+    weight : int
+        How many times the model calls it.
+    workload : msviz.workloads.Workload
+        The task's IRModule (``ExtractedTask.dispatched[0]``, what ``tune_relax`` tunes) and FLOP.
+    """
+
+    index: int
+    name: str
+    weight: int
+    workload: Any
+
+    @property
+    def flop(self) -> float:
+        return self.workload.flop
+
+    @property
+    def script(self) -> str:
+        """The task as TVMScript."""
+        return self.workload.mod.script()
+
+
+@dataclass
+class Model:
+    """A Relax model ready to lower, extract and tune.
+
+    Parameters
+    ----------
+    name : str
+        Shown in events and reports.
+    mod : tvm.IRModule
+        The Relax module, weights bound as constants (as ``compile_relax`` gets it).
+    func_name : str
+        The entry function (``"main"``, or ``"forward"`` for an ``nn.Module``).
+    inputs : list of (name, shape, dtype)
+        The entry function's inputs, all static.
+    description : str
+        One line saying what it is.
+    """
+
+    name: str
+    mod: tvm.IRModule = field(repr=False)
+    func_name: str = "main"
+    inputs: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
+    description: str = ""
+    _lowered: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def lower(self, target: Any) -> tvm.IRModule:
+        """The fused module ``compile_relax`` builds before it applies the database
+        (library dispatch, ``LegalizeOps``, ``AnnotateTIROpPattern``, ``FoldConstant``,
+        ``FuseOps``, ``FuseTIR``), so the tasks' database keys match what it looks up."""
+        target = compat.make_target(target)
+        key = str(target)
+        if key not in self._lowered:
+            self._lowered[key] = lower(self.mod, target)
+        return self._lowered[key]
+
+    def extract_tasks(self, target: Any) -> list[ModelTask]:
+        """MetaSchedule's tasks of the lowered model (``relax_integration.extract_tasks``)."""
+        target = compat.make_target(target)
+        lowered = self.lower(target)
+        extracted = compat.ms.relax_integration.extract_tasks(lowered, target)
+        tasks = []
+        for task in extracted:
+            mod = task.dispatched[0]
+            tasks.append(ModelTask(len(tasks), str(task.task_name), int(task.weight),
+                                   Workload(str(task.task_name), mod, flop_count(mod),
+                                            f"task of {self.name}")))
+        if not tasks:
+            raise WorkloadError(f"model {self.name!r} has no TensorIR task to tune")
+        return tasks
+
+    def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
+        """Random inputs of the right shapes and dtypes (normal floats, small ints)."""
+        rng = np.random.default_rng(seed)
+        out = []
+        for _, shape, dtype in self.inputs:
+            if dtype.startswith(("int", "uint")):
+                out.append(rng.integers(0, 8, size=shape).astype(dtype))
+            else:
+                out.append(rng.standard_normal(shape).astype(dtype))
+        return out
+
+
+def lower(mod: tvm.IRModule, target: Any) -> tvm.IRModule:
+    """Lower a Relax module to fused TensorIR calls; an op with no TIR lowering raises."""
+    from tvm import relax
+    from tvm.relax import pipeline
+
+    try:
+        dispatch = list(pipeline.library_dispatch_passes(target))
+    except (ValueError, AttributeError):
+        dispatch = []
+    seq = tvm.transform.Sequential([
+        *dispatch, relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR()])
+    try:
+        with target, tvm.transform.PassContext(opt_level=3):
+            lowered = seq(mod)
+    except Exception as err:
+        raise WorkloadError(f"cannot lower the model: {first_line(err)}") from None
+    left = sorted(_relax_ops(lowered) - set(_LOWERED_OPS))
+    if left:
+        raise WorkloadError(
+            f"cannot lower operator {', '.join(left)}: no TensorIR lowering (LegalizeOps) for "
+            "it on this target, so MetaSchedule cannot tune or build it")
+    return lowered
+
+
+def _relax_ops(mod: tvm.IRModule) -> set[str]:
+    from tvm import relax
+
+    names: set[str] = set()
+
+    def visit(expr: Any) -> None:
+        if isinstance(expr, relax.Call) and isinstance(expr.op, tvm.ir.Op):
+            names.add(str(expr.op.name))
+
+    for _, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func, visit)
+    return {n for n in names if not n.startswith(("relax.builtin.", "relax.memory.", "relax.vm."))}
+
+
+def first_line(err: BaseException) -> str:
+    """The last non-empty line of an error (TVM puts its message after the traceback)."""
+    lines = [x for x in str(err).strip().splitlines() if x.strip()]
+    return lines[-1] if lines else type(err).__name__
+
+
+# -- the entry function and its inputs -------------------------------------------------------
+
+
+def entry_of(mod: tvm.IRModule) -> str:
+    """The entry function of a Relax module: ``main``, or its only Relax function."""
+    from tvm import relax
+
+    names = [gv.name_hint for gv, f in mod.functions_items() if isinstance(f, relax.Function)]
+    if "main" in names:
+        return "main"
+    if len(names) == 1:
+        return names[0]
+    raise WorkloadError(f"a model needs a Relax function named 'main' (found: {names or 'none'})")
+
+
+def inputs_of(mod: tvm.IRModule, func_name: str) -> list[tuple[str, tuple[int, ...], str]]:
+    """The ``(name, shape, dtype)`` of each input of ``func_name``; a symbolic shape raises."""
+    from tvm import relax
+
+    out = []
+    for param in mod[func_name].params:
+        name = str(getattr(param, "name", None) or param.name_hint)
+        ty = getattr(param, "ty", None)
+        shape = getattr(ty, "shape", None)
+        if not isinstance(ty, relax.TensorType) or shape is None:
+            raise WorkloadError(f"model input {name!r} is not a tensor of known shape ({ty}); "
+                                "msviz tunes models with static shapes")
+        dims = []
+        for dim in shape.values:
+            if not isinstance(dim, tvm.tirx.IntImm):
+                raise WorkloadError(
+                    f"dynamic shapes are not supported: model input {name!r} has shape "
+                    f"{[str(d) for d in shape.values]} (dimension {dim} is symbolic); give it "
+                    "a fixed size")
+            dims.append(int(dim))
+        out.append((name, tuple(dims), str(ty.dtype)))
+    return out
