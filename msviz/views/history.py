@@ -112,17 +112,30 @@ def seconds_since_first(stamps: pd.Series) -> pd.Series:
     return (stamps - stamps.min()).dt.total_seconds().astype(float)
 
 
+#: From this many tasks on, Best so far draws one small panel per task (one shared legend),
+#: not every task's series overlaid (18 tasks made 54 legend entries over one another).
+SMALL_MULTIPLES_FROM = 7
+#: Panels per row of the small multiples, and the height of a row (px).
+PANEL_COLUMNS, PANEL_ROW_PX = 4, 170
+#: Colours of the small multiples' trials and best-so-far lines (the same in every panel).
+_DOT, _LINE = "#7f9fc8", "#1f3b73"
+
+
 def best_so_far_figure(
     info: HistoryInfo, *, task: str | None = None, x: str = "trial"
 ) -> object:
     """A plotly figure: every trial as a dot (failures as red crosses) and the best-so-far line.
+
+    Up to :data:`SMALL_MULTIPLES_FROM` - 1 tasks share one plot, one colour each; more tasks
+    get a panel each (small multiples, :data:`PANEL_COLUMNS` a row, each with its own latency
+    axis), their legend shown once.
 
     Parameters
     ----------
     info : HistoryInfo
         From :func:`best_so_far_info`.
     task : str, optional
-        Draw only this task (default: all tasks, one colour each).
+        Draw only this task (default: all tasks).
     x : {"trial", "time"}
         Against the trial number or against wall time (seconds since the first trial).
     """
@@ -131,53 +144,46 @@ def best_so_far_figure(
     import numpy as np
     import plotly.graph_objects as go
 
-    fig = go.Figure()
     shown = [t for t in info.tasks if task is None or t.task == task]
+    panels = len(shown) >= SMALL_MULTIPLES_FROM
+    rows = math.ceil(len(shown) / PANEL_COLUMNS) if panels else 1
+    if panels:
+        from plotly.subplots import make_subplots
+
+        fig = make_subplots(rows=rows, cols=PANEL_COLUMNS, horizontal_spacing=0.06,
+                            vertical_spacing=min(0.12, 0.5 / rows),
+                            subplot_titles=[_short(h.task) for h in shown])
+    else:
+        fig = go.Figure()
     drawn: list[Any] = []  # the y values drawn, for the log axis's range and ticks
-    for hist in shown:
-        # numpy arrays: plotly checks a list element by element, an array at once
-        xs = np.asarray(hist.trial if x == "trial" else hist.seconds, dtype=float)
-        values = np.asarray(hist.value, dtype=float)
-        status = np.asarray(hist.status, dtype=object)
-        ok = np.flatnonzero(status == "ok")
-        bad = np.flatnonzero(status != "ok")
-        prefix = f"{hist.task}: " if len(shown) > 1 else ""
-        dots = scatter_type(len(hist.trial))
-        fig.add_trace(
-            dots(
-                x=xs[ok], y=values[ok], mode="markers",
-                name=f"{prefix}trial", marker={"size": 5, "opacity": 0.55},
-            )
-        )
-        steps = _steps(np.asarray(hist.best, dtype=float))
-        fig.add_trace(
-            go.Scatter(
-                x=xs[steps], y=np.asarray(hist.best, dtype=float)[steps], mode="lines",
-                name=f"{prefix}best so far", line={"shape": "hv", "width": 2.5},
-            )
-        )
-        # Failures have no latency: mark them on the axis floor so they stay visible.
-        finite = values[~np.isnan(values)]
-        floor = (float(finite.min()) if info.metric == "latency_us" else 0.0) \
-            if len(finite) else 0.0
-        drawn += [values[ok], np.full(min(len(bad), 1), floor)]
-        for name in dict.fromkeys(failure_style(hist.status[i])[0] for i in bad):
-            mine = [i for i in bad if failure_style(hist.status[i])[0] == name]
-            fig.add_trace(
-                dots(
-                    x=xs[mine], y=np.full(len(mine), floor), mode="markers",
-                    name=f"{prefix}{name}", marker=failure_style(hist.status[mine[0]])[1],
-                    **failure_hover([hist.status[i] for i in mine]),
-                )
-            )
-    title = "Best so far" + (f": {task}" if task else "")
+    legend: set[str] = set()  # legend entries shown once across the panels
+    for k, hist in enumerate(shown):
+        cell = {"row": k // PANEL_COLUMNS + 1, "col": k % PANEL_COLUMNS + 1} if panels else {}
+        mine = _task_traces(info, hist, x, prefix=f"{hist.task}: " if len(shown) > 1
+                            and not panels else "", panels=panels, legend=legend)
+        for trace in mine.traces:
+            fig.add_trace(trace, **cell)
+        drawn += mine.drawn
+        if panels and info.metric == "latency_us":
+            fig.update_yaxes(**log_axis(np.concatenate(mine.drawn)), **cell)
+    title = "Best so far" + (f": {task}" if task else
+                             f", {len(shown)} tasks (a panel each)" if panels else "")
+    axis = info.trial_axis if x == "trial" else "Wall time (s)"
     fig.update_layout(
-        title=title, xaxis_title=info.trial_axis if x == "trial" else "Wall time (s)",
-        yaxis_title=info.label, height=380,
-        margin={"l": 60, "r": 20, "t": 50, "b": 45},
+        title=title, height=380 if not panels else 90 + PANEL_ROW_PX * rows,
+        margin={"l": 60, "r": 20, "t": 50 if not panels else 80, "b": 45 if not panels else 70},
     )
-    if info.metric == "latency_us":
-        fig.update_yaxes(**log_axis(np.concatenate(drawn) if drawn else []))
+    if panels:
+        fig.update_annotations(font_size=11)
+        # at the bottom right, clear of the title, the panels' titles and plotly's toolbar
+        fig.update_layout(legend={"orientation": "h", "yref": "container", "y": 0.0,
+                                  "yanchor": "bottom", "x": 1.0, "xanchor": "right"})
+        fig.update_xaxes(title_text=axis, row=rows)
+        fig.update_yaxes(title_text=info.label, col=1)
+    else:
+        fig.update_layout(xaxis_title=axis, yaxis_title=info.label)
+        if info.metric == "latency_us":
+            fig.update_yaxes(**log_axis(np.concatenate(drawn) if drawn else []))
     if not shown:
         note_figure(fig, "no trials yet" if task is None else f"no trials of task {task!r}")
     elif x == "time" and all(math.isnan(s) for h in shown for s in h.seconds):
@@ -186,6 +192,58 @@ def best_so_far_figure(
         fig.add_annotation(text="no trial succeeded yet", x=0.5, y=0.9, xref="paper",
                            yref="paper", showarrow=False, font={"size": 14, "color": "#555"})
     return fig
+
+
+class _Traces(NamedTuple):
+    traces: list[Any]
+    drawn: list[Any]  # y values, for the log axis
+
+
+def _task_traces(info: HistoryInfo, hist: TaskHistory, x: str, *, prefix: str, panels: bool,
+                 legend: set[str]) -> _Traces:
+    """One task's traces: trials, the best-so-far steps, failures on the axis floor. In small
+    multiples every task has the same colours and each legend entry appears once."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    xs = np.asarray(hist.trial if x == "trial" else hist.seconds, dtype=float)
+    values = np.asarray(hist.value, dtype=float)
+    status = np.asarray(hist.status, dtype=object)
+    ok, bad = np.flatnonzero(status == "ok"), np.flatnonzero(status != "ok")
+    dots = scatter_type(len(hist.trial))
+
+    def shared(name: str, style: dict) -> dict:
+        if not panels:
+            return {"name": f"{prefix}{name}"}
+        first = name not in legend
+        legend.add(name)
+        return {"name": name, "legendgroup": name, "showlegend": first, **style}
+
+    marker = {"size": 5 if not panels else 4, "opacity": 0.55}
+    traces = [dots(x=xs[ok], y=values[ok], mode="markers",
+                   **shared("trial", {"marker": {**marker, "color": _DOT}}),
+                   **({} if panels else {"marker": marker}))]
+    best = np.asarray(hist.best, dtype=float)
+    steps = _steps(best)
+    line = {"shape": "hv", "width": 2.5 if not panels else 2}
+    traces.append(go.Scatter(x=xs[steps], y=best[steps], mode="lines",
+                             **shared("best so far", {"line": {**line, "color": _LINE}}),
+                             **({} if panels else {"line": line})))
+    # Failures have no latency: mark them on the axis floor so they stay visible.
+    finite = values[~np.isnan(values)]
+    floor = (float(finite.min()) if info.metric == "latency_us" else 0.0) if len(finite) else 0.0
+    for name in dict.fromkeys(failure_style(hist.status[i])[0] for i in bad):
+        mine = [i for i in bad if failure_style(hist.status[i])[0] == name]
+        traces.append(dots(x=xs[mine], y=np.full(len(mine), floor), mode="markers",
+                           marker=failure_style(hist.status[mine[0]])[1],
+                           **shared(name, {}),
+                           **failure_hover([hist.status[i] for i in mine])))
+    return _Traces(traces, [values[ok], np.full(min(len(bad), 1), floor)])
+
+
+def _short(task: str, width: int = 28) -> str:
+    """A panel's title: the task name, cut to ``width`` characters."""
+    return task if len(task) <= width else task[: width - 1] + "…"
 
 
 def _steps(best: Any) -> Any:

@@ -127,3 +127,38 @@ def test_wrong_results_are_not_drawn_as_failures(trials) -> None:
     wrong = [t for t in fig.data if t.name == "B: wrong result"]
     assert [t.name for t in fig.data][-2:] == ["B: failed", "B: wrong result"]
     assert tuple(wrong[0].x) == (1.0,) and wrong[0].marker.symbol == "hexagram-open"
+
+
+def test_many_tasks_get_a_panel_each_and_one_legend(same) -> None:
+    """Eight tasks (SMALL_MULTIPLES_FROM is 7): a panel per task, each legend entry once."""
+    from msviz.views.history import SMALL_MULTIPLES_FROM
+
+    assert SMALL_MULTIPLES_FROM == 7
+    rows = []
+    for k in range(8):  # task k: latencies 40+k, 30+k, 35+k; task 5 also has a failed build
+        rows += [{"task": f"T{k}", "task_trial": i, "status": "ok", "latency_us": v + k}
+                 for i, v in enumerate((40.0, 30.0, 35.0))]
+        if k == 5:
+            rows.append({"task": "T5", "task_trial": 3, "status": "build_error",
+                         "latency_us": NAN})
+    fig = best_so_far_figure(best_so_far_info(pd.DataFrame(rows)))
+    assert [a.text for a in fig.layout.annotations] == [f"T{k}" for k in range(8)]
+    assert fig.layout.title.text == "Best so far, 8 tasks (a panel each)"
+    shown = [t.name for t in fig.data if t.showlegend is not False]
+    assert shown == ["trial", "best so far", "failed"]
+    lines = [t for t in fig.data if t.name == "best so far"]
+    assert len(lines) == 8
+    for k, line in enumerate(lines):  # steps: first point, the drop at trial 1, the last point
+        assert same(tuple(line.y), (40.0 + k, 30.0 + k, 30.0 + k))
+        assert (line.xaxis, line.yaxis) == (("x", "y") if k == 0 else (f"x{k + 1}", f"y{k + 1}"))
+    # each panel's latency axis is its own (log, around its task's values)
+    assert fig.layout.yaxis8.type == "log"
+    assert fig.layout.height == 90 + 170 * 2
+
+
+def test_six_tasks_still_share_one_plot() -> None:
+    frame = pd.DataFrame([{"task": f"T{k}", "task_trial": 0, "status": "ok",
+                           "latency_us": 10.0 + k} for k in range(6)])
+    fig = best_so_far_figure(best_so_far_info(frame))
+    assert [t.name for t in fig.data][:2] == ["T0: trial", "T0: best so far"]
+    assert not fig.layout.annotations and fig.layout.title.text == "Best so far"
