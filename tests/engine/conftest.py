@@ -12,6 +12,9 @@ TINY: dict[str, Any] = {
     "population_size": 16,
     "init_min_unmeasured": 8,
     "genetic_num_iters": 1,
+    # every generation evolves, the first too (the msviz preset's task warm-up, one batch of
+    # random picks, is tested in test_task_warmup.py)
+    "cost_model_task_warmup": 0,
     "evaluator_config": {"number": 1, "repeat": 1, "min_repeat_ms": 0},
     "seed": 1,
 }

@@ -32,7 +32,8 @@ def _generations(session: Any) -> list[dict]:
 def test_first_batch_is_a_warmup_in_preset_msviz(tmp_path: Path, tiny_session: Any,
                                                  preset: str, expected: list[dict]) -> None:
     session = tiny_session(tmp_path / "wd", preset=preset, population_size=32,
-                           init_min_unmeasured=8, max_trials=8, trials_per_batch=4)
+                           init_min_unmeasured=8, max_trials=8, trials_per_batch=4,
+                           cost_model_task_warmup=None)  # the preset's (TINY sets 0)
     session.start()
     assert session.wait(600) == "finished"
     assert _generations(session) == expected
