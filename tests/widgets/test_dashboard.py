@@ -47,8 +47,11 @@ def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     dash.buttons["step_batch"].click()
     assert session.wait(300) == "paused"
     assert dash.settle()
-    assert dash.table.total == 8 and dash.progress.value == 8
-    assert "8/16 trials" in dash.progress_label.value and "ETA" in dash.progress_label.value
+    # a batch asks for 8 and may get fewer: PickWithEpsGreedy (as the C++) drops a random pick
+    # that a score pick of the same batch took; the table holds what the progress counts
+    n = dash.progress.value
+    assert 1 <= n <= 8 and dash.table.total == n == len(session.trials)
+    assert f"{n}/16 trials" in dash.progress_label.value and "ETA" in dash.progress_label.value
     assert _enabled(dash) == {"resume", "step_batch", "step_generation", "stop"}
     assert "paused" in dash.state_label.value
     assert not dash.plots.history.data  # plots redraw only when shown...
