@@ -482,7 +482,8 @@ class EvolutionarySearch:
                 population, failures = self._mutate(population, scores, iteration + 1)
         bests = [c for _, _, c in sorted(heap, key=lambda t: (-t[0], -t[1]))]
         with self.timeit("EvoSearch/PickWithEpsGreedy"):
-            picks = self.pick_with_eps_greedy(fresh, bests, num)
+            # a warm-up's scores are random: every pick is a random one, so none takes another's
+            picks = self.pick_with_eps_greedy(fresh, [] if warmup else bests, num)
         yield Stage(
             "picked",
             {
