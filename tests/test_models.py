@@ -221,3 +221,47 @@ def test_relax_bad_input() -> None:
         model.extract_tasks(TARGET)
     with pytest.raises(WorkloadError, match=r"unknown model 'vgg'.*mlp, resnet-block"):
         models.build("vgg")
+
+
+def test_weight_bytes_are_the_parameters_by_hand() -> None:
+    """ResNet-50's weights: its convolutions (batch norms folded: a bias per channel) and the
+    classifier, counted from the architecture; BERT's 12 layers share one weight set."""
+    from msviz.models.model import weight_bytes
+
+    def conv(c_in: int, c_out: int, k: int) -> int:
+        return c_in * c_out * k * k + c_out  # + the folded batch norm's bias
+
+    params = conv(3, 64, 7)
+    c_in = 64
+    for width, blocks in ((64, 3), (128, 4), (256, 6), (512, 3)):
+        for b in range(blocks):
+            params += conv(c_in, width, 1) + conv(width, width, 3) + conv(width, 4 * width, 1)
+            if b == 0:
+                params += conv(c_in, 4 * width, 1)  # the projection shortcut
+            c_in = 4 * width
+    params += 2048 * 1000 + 1000
+    assert weight_bytes(models.build("resnet50").mod) == 4 * params
+    dim, ffn = 768, 3072
+    layer = 4 * (dim * dim + dim) + (dim * ffn + ffn) + (ffn * dim + dim) + 2 * 2 * dim
+    scales = 12  # each layer's 1 / sqrt(head size), a scalar constant of its own
+    assert weight_bytes(models.build("bert-base").mod) == 4 * (layer + scales)
+
+
+def test_a_model_too_big_for_the_memory_is_refused(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from msviz.models import model as model_mod
+
+    model = models.build("resnet50")
+    needed = model_mod.memory_needed(model.mod)
+    monkeypatch.setattr(model_mod, "available_memory", lambda: needed - 1)
+    with pytest.raises(WorkloadError, match=r"model 'resnet50' needs about 0\.8 GiB of memory "
+                                            r"to lower and extract its tasks \(0\.1 GiB of "
+                                            r"weights.*machine has 0\.8 GiB available"):
+        model.extract_tasks(TARGET)
+    path, _ = _onnx_file(tmp_path / "m.onnx")
+    monkeypatch.setattr(model_mod, "available_memory", lambda: 1 << 20)
+    with pytest.raises(WorkloadError, match=r"model 'm\.onnx' needs about 0\.5 GiB.*0\.0 GiB "
+                                            r"available"):
+        models.load(path)
+    monkeypatch.setattr(model_mod, "available_memory", lambda: needed)
+    assert len(model.extract_tasks(TARGET)) == 28  # just enough: extracted

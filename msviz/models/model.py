@@ -16,7 +16,13 @@ from msviz import compat
 from msviz.errors import WorkloadError
 from msviz.workloads import Workload, flop_count
 
-__all__ = ["Model", "ModelTask", "entry_of", "first_line", "inputs_of", "lower"]
+__all__ = ["Model", "ModelTask", "available_memory", "entry_of", "first_line", "inputs_of",
+           "lower", "memory_needed", "weight_bytes"]
+
+#: Lowering a model (``FoldConstant`` among its passes) holds its weights about this many times
+#: over, on top of what TVM itself takes (:data:`LOWER_BASE_BYTES`).
+LOWER_WEIGHT_COPIES = 3
+LOWER_BASE_BYTES = 512 << 20
 
 #: Ops that may stay in a lowered module (calls into TIR, the VM and packed functions).
 _LOWERED_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed",
@@ -86,8 +92,20 @@ class Model:
         target = compat.make_target(target)
         key = str(target)
         if key not in self._lowered:
+            self.check_memory()
             self._lowered[key] = lower(self.mod, target)
         return self._lowered[key]
+
+    def check_memory(self) -> None:
+        """Refuse to lower a model this machine cannot hold (an error naming the model and the
+        memory it needs, rather than a kernel killed by the OOM killer)."""
+        needed, free = memory_needed(self.mod), available_memory()
+        if free is not None and needed > free:
+            raise WorkloadError(
+                f"model {self.name!r} needs about {needed / 2**30:.1f} GiB of memory to lower and "
+                f"extract its tasks ({weight_bytes(self.mod) / 2**30:.1f} GiB of weights, held "
+                f"about {LOWER_WEIGHT_COPIES} times over), and this machine has "
+                f"{free / 2**30:.1f} GiB available")
 
     def extract_tasks(self, target: Any) -> list[ModelTask]:
         """MetaSchedule's tasks of the lowered model (``relax_integration.extract_tasks``)."""
@@ -139,6 +157,41 @@ def lower(mod: tvm.IRModule, target: Any) -> tvm.IRModule:
             f"cannot lower operator {', '.join(left)}: no TensorIR lowering (LegalizeOps) for "
             "it on this target, so MetaSchedule cannot tune or build it")
     return lowered
+
+
+def weight_bytes(mod: tvm.IRModule) -> int:
+    """Bytes of the constants (bound weights) of a module's Relax functions."""
+    from tvm import relax
+
+    seen: dict[int, int] = {}
+
+    def visit(expr: Any) -> None:
+        value = getattr(expr, "value", None) if isinstance(expr, tvm.ir.expr.Constant) else None
+        if isinstance(value, tvm.runtime.Tensor):
+            size = int(np.prod([int(d) for d in value.shape], dtype=np.int64))
+            seen[hash(value)] = size * np.dtype(str(value.dtype)).itemsize
+
+    for _, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func, visit)
+    return sum(seen.values())
+
+
+def memory_needed(mod: tvm.IRModule) -> int:
+    """Bytes of memory lowering and extracting ``mod`` needs, about."""
+    return LOWER_BASE_BYTES + LOWER_WEIGHT_COPIES * weight_bytes(mod)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (Linux ``MemAvailable``; None elsewhere)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _relax_ops(mod: tvm.IRModule) -> set[str]:

@@ -13,6 +13,7 @@ import numpy as np
 import tvm
 
 from msviz.errors import WorkloadError
+from msviz.models import model as model_mod
 from msviz.models.model import Model, entry_of, first_line, inputs_of
 from msviz.models.zoo import MODELS, build
 
@@ -97,6 +98,15 @@ def from_onnx(path: str | Path, *, name: str | None = None) -> Model:
     path = Path(path)
     if not path.is_file():
         raise WorkloadError(f"no ONNX file at {path}")
+    # reading the file, importing it and lowering it hold its weights several times over
+    needed = model_mod.LOWER_BASE_BYTES + (model_mod.LOWER_WEIGHT_COPIES + 1) * \
+        path.stat().st_size
+    free = model_mod.available_memory()
+    if free is not None and needed > free:
+        raise WorkloadError(
+            f"model {path.name!r} needs about {needed / 2**30:.1f} GiB of memory to import, lower "
+            f"and extract its tasks (a {path.stat().st_size / 2**30:.1f} GiB file), and this "
+            f"machine has {free / 2**30:.1f} GiB available")
     try:
         proto = onnx.load(str(path))
     except Exception as err:
