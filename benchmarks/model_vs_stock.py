@@ -11,6 +11,8 @@ one-time ``import tvm.s_tir.tensor_intrin`` happens before timing starts):
 * ``msviz-warmup100``  ``msviz.Session(model, cost_model_warmup=100)``: msviz with stock's
                    100-sample cost-model warm-up (random scores until then), to tell the time
                    the engine takes from the time the earlier model scoring takes
+* ``msviz-task16``  ``msviz.Session(model, cost_model_task_warmup=16)``: a task's warm-up lasts
+                   until the model has trained on 16 of its samples (two batches of 8)
 
 All use the same target (this host's CPU, ``msviz.compat.make_target("llvm")``), the same builder
 (``LocalBuilder`` with msviz's fast build function) and the stock ``LocalRunner``; ``tune_relax``
@@ -47,9 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from profiles import msviz_stages, overhead_lines, side_by_side
 
-CONFIGS = ("msviz", "stock", "stock+msviz", "msviz-warmup100")
+CONFIGS = ("msviz", "stock", "stock+msviz", "msviz-warmup100", "msviz-task16")
 #: Knobs of each msviz Session configuration.
-SESSION_KNOBS = {"msviz": {}, "msviz-warmup100": {"cost_model_warmup": 100}}
+SESSION_KNOBS = {"msviz": {}, "msviz-warmup100": {"cost_model_warmup": 100},
+                 "msviz-task16": {"cost_model_task_warmup": 16}}
 
 
 def task_split(work_dir: Path, tasks: list) -> dict[str, int]:

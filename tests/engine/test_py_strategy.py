@@ -43,7 +43,7 @@ def test_stock_tune_tir_runs_msviz_search(tmp_path: Path) -> None:
     stages: list[str] = []
     strategy = msviz.search_strategy(
         "msviz", population_size=16, init_min_unmeasured=8, genetic_num_iters=1,
-        on_stage=lambda stage: stages.append(stage.kind))
+        cost_model_task_warmup=4, on_stage=lambda stage: stages.append(stage.kind))
     wl = workloads.get(WORKLOAD)
     target = compat.make_target("llvm")
     ms.tir_integration.tune_tir(
@@ -56,8 +56,8 @@ def test_stock_tune_tir_runs_msviz_search(tmp_path: Path) -> None:
     # on_stage is how a caller watches the clone that runs). A generation whose population holds
     # fewer new schedules than the batch picks fewer, as the C++ search does (seen in CI: 4, 3,
     # 1), and tune_tir asks for another.
-    # The first is the task's warm-up (preset "msviz": cost_model_task_warmup=1): no genetic
-    # iteration until the cost model has trained on a batch of the task.
+    # The first is the task's warm-up (cost_model_task_warmup=4, one batch here; the preset's 16
+    # would be four): no genetic iteration until the cost model has trained on 4 samples.
     warmup = ["initial_population", "generation", "picked"]
     one = ["initial_population", "generation", "generation", "picked"]
     rounds = (len(stages) - len(warmup)) // len(one)

@@ -9,12 +9,13 @@ The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySea
 * ``eps_greedy_at_least_one``: stock rounds ``trials_per_batch * eps_greedy`` down, so a batch of
   16 with the stock 5% picks no random candidate at all; msviz picks at least one.
 * ``cost_model_task_warmup``: samples *of this task* the cost model must hold before a
-  generation evolves with it. Until then the model has never seen the task's workload, so its
-  scores rank noise, and MetaSchedule's genetic iterations (about half of a generation's time,
-  the scoring the other half) buy nothing over random picks: such a generation samples
-  ``max(init_min_unmeasured, 2 * batch)`` fresh schedules and picks at random from them. Stock
-  is 0 (no such warm-up); msviz uses 1, so a task's first batch costs a fraction of a generation
-  (a model's round-robin warm-up, one batch per task, most of all).
+  generation evolves with it. Until then the model has seen too little of the task's workload
+  for its scores to rank more than noise, and MetaSchedule's genetic iterations (about half of a
+  generation's time, the scoring the other half) buy nothing over random picks: such a
+  generation samples ``max(init_min_unmeasured, 2 * batch)`` fresh schedules and picks at random
+  from them. Stock is 0 (no such warm-up); msviz uses 16: one batch of msviz's default 16 (or
+  of 64), two of 8. A warm-up batch costs a fraction of a generation (a model's round-robin
+  warm-up, a batch per task, gains most); ``benchmarks/model_vs_stock.py`` measured 1 and 16.
 * ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
   continues a work dir re-measures schedules the database already holds. msviz skips them.
 
@@ -120,7 +121,7 @@ class SearchKnobs:
 #: Named presets: knob values that differ from MetaSchedule's stock defaults.
 PRESETS: dict[str, dict[str, Any]] = {
     "stock": {},
-    "msviz": {"cost_model_warmup": 0, "cost_model_task_warmup": 1, "skip_db_measured": True,
+    "msviz": {"cost_model_warmup": 0, "cost_model_task_warmup": 16, "skip_db_measured": True,
               "eps_greedy_at_least_one": True},
 }
 
