@@ -8,8 +8,10 @@ from dataclasses import dataclass
 __all__ = [
     "ERROR_KINDS",
     "UNMEASURED_KINDS",
+    "WORKER_LOST",
     "BuildOutcome",
     "MeasureResult",
+    "is_infra_build_error",
     "is_infra_error",
 ]
 
@@ -43,11 +45,24 @@ def is_infra_error(text: str | None) -> bool:
     return text is not None and any(m in text for m in _INFRA_MARKERS)
 
 
+#: What a builder writes on the first line of a candidate's error when the worker building it
+#: was lost (it died or its machine left the cluster): the candidate did not fail, its build did
+#: not happen (e.g. ``"RayBuilder: worker lost (WorkerCrashedError): ..."``).
+WORKER_LOST = "Builder: worker lost"
+
+
+def is_infra_build_error(text: str | None) -> bool:
+    """True when a builder's error text says its worker was lost, not that the candidate
+    failed (only the first line counts: a candidate's own error text comes after it)."""
+    return text is not None and WORKER_LOST in text.split("\n", 1)[0]
+
+
 @dataclass(frozen=True)
 class BuildOutcome:
     """One candidate's build: the artifact path, or the builder's error text.
 
-    ``infra`` is True when the builder itself failed (watchdog, exception), not the candidate.
+    ``infra`` is True when the builder itself failed (watchdog, exception, a lost worker:
+    :func:`is_infra_build_error`), not the candidate.
     """
 
     artifact: str | None
