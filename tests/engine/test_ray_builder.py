@@ -118,7 +118,9 @@ def test_workers_killed_mid_build_give_infra_errors_never_trained_nor_counted(
     lost = trials[[k == "infra" for k in kinds]]
     assert len(lost) == 2 and len(trials) == 10  # the 2 lost builds, and 8 real trials
     assert (lost["status"] == "infra_error").all()
-    assert lost["error"].str.startswith("RayBuilder: worker lost (WorkerCrashedError)").all()
+    assert lost["error"].str.startswith(
+        "RayBuilder: infrastructure error (WorkerCrashedError): the worker building it was "
+        "lost").all()
     assert (trials.drop(lost.index)["status"] == "ok").all()
     assert session.trials_done == 8  # infrastructure failures do not count
     updates = session.events.of_kind("cost_model_updated")
@@ -126,6 +128,29 @@ def test_workers_killed_mid_build_give_infra_errors_never_trained_nor_counted(
     assert sum(u["trained_on"] for u in updates) == 8
     # the lost candidates are not in the search's measured set: they may be offered again
     assert len(session._tuner.search.measured) == 8
+
+
+def test_a_build_function_the_workers_cannot_import_is_an_infra_error(
+    ray: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "only_on_this_host.py").write_text(
+        "from msviz import compat\n\n"
+        "def build(mod, target, params):\n"
+        "    return compat.fast_build(mod, target, params)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the driver imports it; Ray's workers cannot
+    import only_on_this_host
+
+    builder = msviz.ray_builder(f_build=only_on_this_host.build)
+    mod = workloads.get("GMM-0").mod
+    measurer = Measurer(compat.make_target("llvm"), builder=builder)
+    try:
+        (built,) = measurer.build([mod])
+    finally:
+        measurer.close()
+    assert built.infra and built.artifact is None
+    assert built.error.startswith("RayBuilder: infrastructure error (")
+    assert "needs the same TVM and msviz" in built.error
+    assert "only_on_this_host" in built.error and "\x1b[" not in built.error
 
 
 # -- errors as the local builder's --------------------------------------------------------------

@@ -10,8 +10,9 @@ artifact by path as it would a local build's.
 Errors read as the local builder's: ``"LocalBuilder: An exception occurred\\n<traceback>"`` for
 a candidate that fails to build, ``"LocalBuilder: Timeout, killed after N seconds"`` for one
 past the timeout (its task is cancelled, which kills its worker process). A worker that dies
-or a machine that leaves the cluster mid-build is no fault of the candidate: its error starts
-``"RayBuilder: worker lost"`` (:data:`~msviz.engine.measure.results.WORKER_LOST`), which the
+or a machine that leaves the cluster mid-build, or a worker that cannot run the task (msviz or
+TVM missing there), is no fault of the candidate: its error starts ``"RayBuilder:
+infrastructure error"`` (:data:`~msviz.engine.measure.results.BUILDER_INFRA`), which the
 measurer turns into an ``infra`` failure (never trained, offered again later).
 
 Ray is an optional extra (``pip install msviz[ray]``), imported only when a builder is made.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -166,8 +168,9 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
     if not done:
         raise RayClusterError(
             f"could not connect to the Ray cluster at {address} within {connect_timeout:g} s "
-            "(something answers at that address, but "
-            "ray.init did not finish: is it a Ray head's GCS port, of the same Ray version?); "
+            "(something answers at that address, but ray.init did not finish: is it a Ray "
+            "head's GCS port, of the same Ray version? A cluster with token authentication "
+            "needs RAY_AUTH_MODE=token and its token on this machine too); "
             "ray.init goes on in the background, so restart this Python process before trying "
             "again")
     return ray
@@ -275,8 +278,12 @@ class _RayBuilder(compat.ms.builder.PyBuilder):
         except self._ray.exceptions.TaskCancelledError:
             return BuilderResult(
                 None, f"LocalBuilder: Timeout, killed after {self.timeout_sec:g} seconds")
+        except self._ray.exceptions.RayTaskError as err:  # _build_task catches build errors
+            return BuilderResult(None, _infra_text(
+                err, "the build task could not run on its worker (every machine of the cluster "
+                     "needs the same TVM and msviz as this one)"))
         except self._ray.exceptions.RayError as err:  # a dead worker, a lost node, ...
-            return BuilderResult(None, f"RayBuilder: worker lost ({type(err).__name__})\n{err}")
+            return BuilderResult(None, _infra_text(err, "the worker building it was lost"))
         if status == "error":
             return BuilderResult(None, f"LocalBuilder: An exception occurred\n{text}")
         path = os.path.join(tempfile.mkdtemp(prefix="msviz-ray-build-"), text)
@@ -291,6 +298,11 @@ class _RayBuilder(compat.ms.builder.PyBuilder):
 
 
 RayBuilder = compat.derived_object(_RayBuilder)
+
+
+def _infra_text(err: Exception, what: str) -> str:
+    detail = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip()  # Ray colours its task names
+    return f"RayBuilder: infrastructure error ({type(err).__name__}): {what}\n{detail}"
 
 
 def ray_builder(address: str | None = None, *, num_cpus: int | None = None,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "BUILDER_INFRA",
     "ERROR_KINDS",
     "UNMEASURED_KINDS",
-    "WORKER_LOST",
     "BuildOutcome",
     "MeasureResult",
     "is_infra_build_error",
@@ -45,16 +45,16 @@ def is_infra_error(text: str | None) -> bool:
     return text is not None and any(m in text for m in _INFRA_MARKERS)
 
 
-#: What a builder writes on the first line of a candidate's error when the worker building it
-#: was lost (it died or its machine left the cluster): the candidate did not fail, its build did
-#: not happen (e.g. ``"RayBuilder: worker lost (WorkerCrashedError): ..."``).
-WORKER_LOST = "Builder: worker lost"
+#: What a builder writes on the first line of a candidate's error when the build did not happen
+#: through no fault of the candidate (its worker died, its machine left the cluster, the worker
+#: could not run the build), e.g. ``"RayBuilder: infrastructure error (WorkerCrashedError): ..."``.
+BUILDER_INFRA = "Builder: infrastructure error"
 
 
 def is_infra_build_error(text: str | None) -> bool:
-    """True when a builder's error text says its worker was lost, not that the candidate
-    failed (only the first line counts: a candidate's own error text comes after it)."""
-    return text is not None and WORKER_LOST in text.split("\n", 1)[0]
+    """True when a builder's error text says the infrastructure failed, not the candidate
+    (only the first line counts: a candidate's own error text comes after it)."""
+    return text is not None and BUILDER_INFRA in text.split("\n", 1)[0]
 
 
 @dataclass(frozen=True)
