@@ -273,3 +273,13 @@ def test_cli_ray_flag_builds_on_ray_and_a_dead_address_is_a_clear_error(
     assert "msviz: building on Ray (a local instance, 2 CPUs)" in out
     trials = msviz.open(tmp_path / "wd").trials
     assert len(trials) == 4 and (trials["status"] == "ok").all()
+
+
+def test_a_builder_whose_ray_was_shut_down_says_so_and_starts_nothing(ray: Any) -> None:
+    # the module's last test: it shuts the module's Ray instance down
+    builder = msviz.ray_builder()
+    ray.shutdown()
+    measurer = Measurer(compat.make_target("llvm"), builder=builder)
+    (built,) = measurer.build([workloads.get("GMM-0").mod])
+    assert built.infra and "no longer connected to Ray" in built.error
+    assert not ray.is_initialized()  # the builder did not start an instance of its own

@@ -152,12 +152,17 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
     if local:
         # In this thread, not a helper: Ray's head processes get a parent-death signal tied to
         # the thread that started them (when a helper thread ends, the instance dies with it).
-        try:
-            ray.init(address="local", num_cpus=num_cpus, **options)
-        except Exception as err:
-            raise RayClusterError(f"could not start a local Ray instance: "
-                                  f"{type(err).__name__}: {err}") from None
-        return ray
+        # Ray waits a fixed 30 s for its raylet to register; a loaded machine can miss that
+        # once (seen on 2 cores at load 7), so a failed start is tried once more.
+        for _ in range(2):
+            try:
+                ray.init(address="local", num_cpus=num_cpus, **options)
+                return ray
+            except Exception as err:
+                failure = err
+                ray.shutdown()
+        raise RayClusterError(f"could not start a local Ray instance (2 tries): "
+                              f"{type(failure).__name__}: {failure}")
     try:
         # a helper thread with a deadline: ray.init retries an address that does not answer
         # for a long time (connecting starts no process here)
@@ -232,11 +237,17 @@ class _RayBuilder(compat.ms.builder.PyBuilder):
 
     @property
     def max_workers(self) -> int:
-        """Candidates built at once: the cluster's CPUs now (machines may join or leave)."""
+        """Candidates built at once: the cluster's CPUs now (machines may join or leave; 1
+        when this process is not connected)."""
+        if not self._ray.is_initialized():
+            return 1
         return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
     def build(self, build_inputs: list) -> list:
         ray = self._ray
+        if not ray.is_initialized():  # else .remote() would start a local instance of its own
+            raise RayClusterError("this process is no longer connected to Ray (ray.shutdown() "
+                                  "was called): make a new msviz.ray_builder")
         self._abort.clear()
         self.batches += 1
         results: list[Any] = [None] * len(build_inputs)
