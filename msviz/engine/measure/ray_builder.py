@@ -39,6 +39,9 @@ from msviz import compat
 from msviz.engine.measure.builder import build_artifact
 from msviz.errors import MissingExtraError, RayClusterError
 
+#: Milliseconds a local instance's raylet waits for Ray's metrics agent to start.
+AGENT_START_MS = 120_000
+
 __all__ = ["RayBuilder", "connect", "ray_builder"]
 
 
@@ -154,9 +157,13 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         # the thread that started them (when a helper thread ends, the instance dies with it).
         # Ray waits a fixed 30 s for its raylet to register; a loaded machine can miss that
         # once (seen on 2 cores at load 7), so a failed start is tried once more.
+        # The raylet also gives up when Ray's metrics agent has not written its port within
+        # agent_register_timeout_ms (it took 17 s to start on a loaded 2-core machine): allow 2
+        # minutes.
+        system = {"agent_register_timeout_ms": AGENT_START_MS}
         for _ in range(2):
             try:
-                ray.init(address="local", num_cpus=num_cpus, **options)
+                ray.init(address="local", num_cpus=num_cpus, _system_config=system, **options)
                 return ray
             except Exception as err:
                 failure = err
