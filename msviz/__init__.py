@@ -4,9 +4,18 @@ from typing import Any
 
 from msviz import hooks, models, workloads
 from msviz.engine import Session
+from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
 from msviz.engine.search import search_strategy
-from msviz.errors import DecisionError, MsvizError, MsvizWarning, WorkDirError, WorkloadError
+from msviz.errors import (
+    DecisionError,
+    MissingExtraError,
+    MsvizError,
+    MsvizWarning,
+    RayClusterError,
+    WorkDirError,
+    WorkloadError,
+)
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
 from msviz.space_generator import RuleSet
@@ -14,8 +23,10 @@ from msviz.trace import decision_sites, trace_rows, with_decisions
 
 __all__ = [
     "DecisionError",
+    "MissingExtraError",
     "MsvizError",
     "MsvizWarning",
+    "RayClusterError",
     "RuleSet",
     "Run",
     "Session",
@@ -27,6 +38,7 @@ __all__ = [
     "decision_sites",
     "models",
     "open",
+    "ray_builder",
     "rpc",
     "search_strategy",
     "trace_rows",

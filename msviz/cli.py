@@ -135,7 +135,8 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     session = Session(args.workload, target=args.target, work_dir=args.work_dir,
                       max_trials=args.trials, trials_per_batch=args.batch, seed=args.seed,
                       strategy=args.strategy, preset=args.preset, resume=args.resume,
-                      evaluator_config=evaluator, **extra, **_runner(args), **knobs)
+                      evaluator_config=evaluator, **extra, **_runner(args), **_builder(args),
+                      **knobs)
     if session.model is not None:
         model = session.model
         print(f"msviz: tuning model {model.name} ({model.description}): {len(session.tasks)} "
@@ -201,6 +202,20 @@ def _runner(args: argparse.Namespace) -> dict:
     return {"runner": parse_rpc(args.rpc)} if getattr(args, "rpc", None) else {}
 
 
+def _builder(args: argparse.Namespace) -> dict:
+    """``--ray ADDRESS``: builds on that Ray cluster (``local``: a new local instance)."""
+    address = getattr(args, "ray", None)
+    if not address:
+        return {}
+    try:
+        builder = msviz.ray_builder(address=address)
+    except ValueError as err:  # a malformed address: said like the other usage errors
+        raise MsvizError(f"--ray {address}: {err}") from None
+    print(f"msviz: building on Ray ({'a local instance' if address == 'local' else address}, "
+          f"{builder.max_workers} CPUs)")
+    return {"builder": builder}
+
+
 def _cmd_devices(args: argparse.Namespace) -> int:
     spec = rpc.rpc(args.address, key=args.key or "-")
     try:
@@ -244,6 +259,10 @@ def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str |
                         help="measure on the RPC servers registered at this tracker under KEY "
                         "(TVM RPC has no authentication: keep it on loopback or a private "
                         "network)")
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="build candidates on this Ray cluster (HOST:PORT of its head, or "
+                        "'local' for a new local instance; needs `pip install msviz[ray]`; Ray "
+                        "must only be reachable on a private network)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,3 +25,11 @@ class DecisionError(MsvizError, ValueError):
 
 class MsvizWarning(UserWarning):
     """Something was skipped or repaired while reading; the rest is usable."""
+
+
+class MissingExtraError(MsvizError, ImportError):
+    """An optional feature whose extra is not installed (the message names the ``pip`` line)."""
+
+
+class RayClusterError(MsvizError, ConnectionError):
+    """A Ray cluster could not be started or reached (the message names its address)."""

@@ -17,7 +17,7 @@ from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 
 from msviz import compat
 
-__all__ = ["BUILDERS", "RECYCLE_AFTER", "WarmLocalBuilder", "create"]
+__all__ = ["BUILDERS", "RECYCLE_AFTER", "WarmLocalBuilder", "build_artifact", "create"]
 
 #: The builders msviz makes by name.
 BUILDERS = ("local",)
@@ -27,6 +27,12 @@ RECYCLE_AFTER = 50
 # TVM's LocalBuilder worker (build with f_build, export with the default export); private, read
 # here and nowhere else in msviz.
 _worker_func = compat.ms.builder.local_builder._worker_func
+
+
+def build_artifact(f_build: Any, mod: Any, target: Any) -> str:
+    """Build one candidate as ``LocalBuilder``'s worker does (``f_build``, or MetaSchedule's
+    default build when None, then its default export); returns the artifact's path."""
+    return _worker_func(f_build, None, mod, target, None)
 
 
 class _WarmLocalBuilder(compat.ms.builder.PyBuilder):

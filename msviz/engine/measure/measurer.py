@@ -24,7 +24,12 @@ from msviz import compat
 from msviz.engine.measure import builder as builder_mod
 from msviz.engine.measure import rpc, tracker, watchdog
 from msviz.engine.measure import runner as runner_mod
-from msviz.engine.measure.results import BuildOutcome, MeasureResult, is_infra_error
+from msviz.engine.measure.results import (
+    BuildOutcome,
+    MeasureResult,
+    is_infra_build_error,
+    is_infra_error,
+)
 
 __all__ = ["Measurer"]
 
@@ -101,8 +106,12 @@ class Measurer:
             return []
         inputs = [compat.ms.builder.BuilderInput(mod, self.target) for mod in mods]
         before = watchdog.popen_children()
-        rounds = math.ceil(len(mods) / max(1, self.max_workers))
-        deadline = self.builder_timeout * rounds + 2 * self.watchdog_slack
+        # a builder that says how many candidates it builds at once and its own per-candidate
+        # timeout (a Ray builder: the cluster's CPUs) is timed by those
+        workers = getattr(self.builder, "max_workers", None) or self.max_workers
+        per_build = getattr(self.builder, "timeout_sec", None) or self.builder_timeout
+        rounds = math.ceil(len(mods) / max(1, int(workers)))
+        deadline = float(per_build) * rounds + 2 * self.watchdog_slack
 
         def on_timeout() -> None:
             watchdog.kill_pool_workers(self.builder)  # a warm pool's workers predate the batch
@@ -121,7 +130,8 @@ class Measurer:
         except Exception as err:
             msg = f"msviz: the builder raised {type(err).__name__}: {err}"
             return [BuildOutcome(None, msg, infra=True) for _ in mods]
-        return [BuildOutcome(r.artifact_path, r.error_msg) for r in results]
+        return [BuildOutcome(r.artifact_path, r.error_msg, infra=is_infra_build_error(r.error_msg))
+                for r in results]
 
     # -- run --------------------------------------------------------------------------------------
 

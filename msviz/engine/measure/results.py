@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "BUILDER_INFRA",
     "ERROR_KINDS",
     "UNMEASURED_KINDS",
     "BuildOutcome",
     "MeasureResult",
+    "is_infra_build_error",
     "is_infra_error",
 ]
 
@@ -43,11 +45,24 @@ def is_infra_error(text: str | None) -> bool:
     return text is not None and any(m in text for m in _INFRA_MARKERS)
 
 
+#: What a builder writes on the first line of a candidate's error when the build did not happen
+#: through no fault of the candidate (its worker died, its machine left the cluster, the worker
+#: could not run the build), e.g. ``"RayBuilder: infrastructure error (WorkerCrashedError): ..."``.
+BUILDER_INFRA = "Builder: infrastructure error"
+
+
+def is_infra_build_error(text: str | None) -> bool:
+    """True when a builder's error text says the infrastructure failed, not the candidate
+    (only the first line counts: a candidate's own error text comes after it)."""
+    return text is not None and BUILDER_INFRA in text.split("\n", 1)[0]
+
+
 @dataclass(frozen=True)
 class BuildOutcome:
     """One candidate's build: the artifact path, or the builder's error text.
 
-    ``infra`` is True when the builder itself failed (watchdog, exception), not the candidate.
+    ``infra`` is True when the builder itself failed (watchdog, exception, a lost worker:
+    :func:`is_infra_build_error`), not the candidate.
     """
 
     artifact: str | None

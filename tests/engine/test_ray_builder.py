@@ -1,0 +1,285 @@
+"""Builds on a Ray cluster (msviz.ray_builder), on a local Ray instance of 2 CPUs started once
+for the module: sessions, build errors and timeouts as the local builder's, workers killed
+mid-build, addresses that do not answer, Ray not installed."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import msviz
+from msviz import compat, workloads
+from msviz.cli import main
+from msviz.engine.measure.builder import WarmLocalBuilder
+from msviz.engine.measure.measurer import Measurer
+from msviz.records.row import status
+from msviz.records.sidecar import read_sidecar
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ray() -> Any:
+    """Ray, with a local instance of 2 CPUs (shut down after the module's tests)."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    # The build hooks below are defined here: Ray sends them to its workers by value (a worker
+    # cannot import this test module).
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    msviz.ray_builder(num_cpus=2)
+    assert ray.cluster_resources()["CPU"] == 2
+    yield ray
+    ray.shutdown()
+
+
+# -- build hooks run on the Ray workers -------------------------------------------------------
+
+
+def _sleep_then_build(mod: Any, target: Any, params: Any) -> Any:
+    time.sleep(60)
+    return compat.fast_build(mod, target, params)
+
+
+def _die_while_tokens_last(token_dir: str, mod: Any, target: Any, params: Any) -> Any:
+    """Each of the first len(tokens) builds takes a token and kills its own worker process
+    (SIGKILL, as the OOM killer does); the builds after them build."""
+    for name in sorted(os.listdir(token_dir)):
+        try:
+            os.remove(os.path.join(token_dir, name))
+        except FileNotFoundError:  # another worker took it
+            continue
+        os.kill(os.getpid(), signal.SIGKILL)
+    return compat.fast_build(mod, target, params)
+
+
+def _gmm_output(func: Any) -> tuple[np.ndarray, np.ndarray]:
+    """GMM-0 (Z = X @ Y, 1x128x128 float32) run by ``func``, and numpy's answer."""
+    rng = np.random.default_rng(7)
+    a, b = rng.random((1, 128, 128), "float32"), rng.random((1, 128, 128), "float32")
+    dev = compat.device_of(compat.make_target("llvm"))
+    c = compat.to_tensor(np.zeros((1, 128, 128), "float32"), dev)
+    func(compat.to_tensor(a, dev), compat.to_tensor(b, dev), c)
+    return c.numpy(), a @ b
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def test_a_16_trial_session_built_on_ray_measures_16_and_its_best_kernel_is_right(
+    ray: Any, tmp_path: Path, tiny_session: Any
+) -> None:
+    builder = msviz.ray_builder(timeout=60)
+    wd = tmp_path / "wd"
+    session = tiny_session(wd, builder=builder, max_trials=16, trials_per_batch=8)
+    session.start()
+    assert session.wait(600) == "finished", session.end_reason
+    assert session.trials_done == 16
+    trials = msviz.open(wd).trials
+    assert len(trials) == 16 and (trials["status"] == "ok").all()
+    built = session.events.of_kind("built")
+    assert builder.batches == len(built) >= 2  # every batch was built by the Ray builder
+    assert sum(len(e["results"]) for e in built) == 16
+    best = msviz.open(wd).best()
+    assert best.latency_us == trials["latency_us"].min()
+    # the engine's result check passed on the best candidate (its Ray-built artifact)...
+    assert trials.loc[trials["latency_us"].idxmin(), "check"] == "ok"
+    # ...and, built again here from its stored trace, it computes X @ Y
+    out, expected = _gmm_output(compat.fast_build(best.mod, session.target))
+    np.testing.assert_allclose(out, expected, rtol=1e-4)
+
+
+def test_workers_killed_mid_build_give_infra_errors_never_trained_nor_counted(
+    ray: Any, tmp_path: Path, tiny_session: Any
+) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.mkdir()
+    for i in range(2):
+        (tokens / f"t{i}").touch()
+    builder = msviz.ray_builder(f_build=functools.partial(_die_while_tokens_last, str(tokens)))
+    wd = tmp_path / "wd"
+    session = tiny_session(wd, builder=builder, max_trials=8, trials_per_batch=4)
+    session.start()
+    assert session.wait(600) == "finished", session.end_reason
+    assert not list(tokens.iterdir())  # 2 builds killed their workers
+    trials = msviz.open(wd).trials
+    side = read_sidecar(wd).trials
+    kinds = [side[line]["error_kind"] for line in trials["line"]]
+    lost = trials[[k == "infra" for k in kinds]]
+    assert len(lost) == 2 and len(trials) == 10  # the 2 lost builds, and 8 real trials
+    assert (lost["status"] == "infra_error").all()
+    assert lost["error"].str.startswith(
+        "RayBuilder: infrastructure error (WorkerCrashedError): the worker building it was "
+        "lost").all()
+    assert (trials.drop(lost.index)["status"] == "ok").all()
+    assert session.trials_done == 8  # infrastructure failures do not count
+    updates = session.events.of_kind("cost_model_updated")
+    assert updates[-1]["samples"] == 8  # only real measurements train the model
+    assert sum(u["trained_on"] for u in updates) == 8
+    # the lost candidates are not in the search's measured set: they may be offered again
+    assert len(session._tuner.search.measured) == 8
+
+
+def test_a_build_function_the_workers_cannot_import_is_an_infra_error(
+    ray: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "only_on_this_host.py").write_text(
+        "from msviz import compat\n\n"
+        "def build(mod, target, params):\n"
+        "    return compat.fast_build(mod, target, params)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the driver imports it; Ray's workers cannot
+    import only_on_this_host
+
+    builder = msviz.ray_builder(f_build=only_on_this_host.build)
+    mod = workloads.get("GMM-0").mod
+    measurer = Measurer(compat.make_target("llvm"), builder=builder)
+    try:
+        (built,) = measurer.build([mod])
+    finally:
+        measurer.close()
+    assert built.infra and built.artifact is None
+    assert built.error.startswith("RayBuilder: infrastructure error (")
+    assert "needs the same TVM and msviz" in built.error
+    assert "only_on_this_host" in built.error and "\x1b[" not in built.error
+
+
+# -- errors as the local builder's --------------------------------------------------------------
+
+
+def _unbuildable() -> Any:
+    """GMM-0 with a loop bound to threadIdx.x: LLVM's CPU code generator rejects it."""
+    sch = compat.Schedule(workloads.get("GMM-0").mod)
+    sch.bind(sch.get_loops(sch.get_sblock("Z"))[1], "threadIdx.x")
+    return sch.mod
+
+
+def test_a_candidate_that_fails_to_build_fails_as_with_the_local_builder(ray: Any) -> None:
+    target = compat.make_target("llvm")
+    mods = [_unbuildable(), workloads.get("GMM-0").mod]
+    args = compat.ArgInfo.from_entry_func(mods[1], remove_preproc=True)
+    seen = {}
+    for name, builder in (("local", WarmLocalBuilder(max_workers=1, timeout_sec=30)),
+                          ("ray", msviz.ray_builder())):
+        measurer = Measurer(target, builder=builder,
+                            evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
+        try:
+            built = measurer.build(mods)
+            results = measurer.run(built, [args, args])
+            measurer.cleanup(built)
+        finally:
+            measurer.close()
+        assert results[1].ok, (name, results[1])  # the good candidate builds and runs
+        bad = results[0]
+        seen[name] = (built[0].infra, bad.error_kind, status(None, bad.error_kind, bad.error),
+                      bad.error.splitlines()[0], bad.error.strip().splitlines()[-1])
+    assert seen["ray"] == seen["local"] == (
+        False, "build", "build_error", "LocalBuilder: An exception occurred",
+        "tvm.error.InternalError: not implemented")
+
+
+def test_a_build_past_its_timeout_is_killed_and_reported_as_the_local_builder_does(
+    ray: Any,
+) -> None:
+    builder = msviz.ray_builder(timeout=1.5, f_build=_sleep_then_build)
+    inputs = [compat.ms.builder.BuilderInput(workloads.get("GMM-0").mod,
+                                             compat.make_target("llvm"))] * 2
+    start = time.perf_counter()
+    results = builder.build(inputs)
+    took = time.perf_counter() - start
+    assert [(r.artifact_path, r.error_msg) for r in results] == [
+        (None, "LocalBuilder: Timeout, killed after 1.5 seconds")] * 2
+    assert builder.timeouts == 2
+    assert took < 10  # not the 60 s the builds would sleep
+    assert status(None, "build", results[0].error_msg) == "build_timeout"
+    again = msviz.ray_builder().build(inputs)  # the killed workers were replaced
+    assert [r.error_msg for r in again] == [None, None]
+    for r in again:
+        out, expected = _gmm_output(compat.load_module(r.artifact_path))
+        np.testing.assert_allclose(out, expected, rtol=1e-4)
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+def test_an_address_that_does_not_answer_fails_clearly_within_the_timeout(ray: Any) -> None:
+    start = time.perf_counter()
+    with pytest.raises(msviz.RayClusterError, match=r"no Ray cluster answers at 127\.0\.0\.1:1"):
+        msviz.ray_builder("127.0.0.1:1", connect_timeout=3)
+    assert time.perf_counter() - start < 3
+    with pytest.raises(ValueError, match="not HOST:PORT"):
+        msviz.ray_builder("10.0.0.5")
+    with pytest.raises(ValueError, match="num_cpus"):
+        msviz.ray_builder("127.0.0.1:1", num_cpus=2)
+
+
+def test_a_port_that_answers_but_is_no_ray_head_fails_within_the_timeout(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    # a fresh process: ray.init is left running there (Ray cannot cancel it)
+    script = textwrap.dedent("""
+        import socket, sys, time
+        import msviz, ray  # imported before the clock starts: the timeout is for connecting
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # accepts TCP connections, says nothing
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        start = time.perf_counter()
+        try:
+            msviz.ray_builder(address, connect_timeout=3)
+        except msviz.RayClusterError as err:
+            print(f"{time.perf_counter() - start:.2f}", address, err, sep="\\n", flush=True)
+            sys.exit(0)
+        sys.exit(1)
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    took, address, message = proc.stdout.split("\n", 2)
+    assert 3 <= float(took) < 6
+    assert f"could not connect to the Ray cluster at {address} within 3 s" in message
+
+
+def test_without_ray_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(msviz.MissingExtraError, match=r"pip install msviz\[ray\]"):
+        msviz.ray_builder()
+    with pytest.raises(ImportError):  # catchable as what it is
+        msviz.ray_builder("10.0.0.5:6379")
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+def test_cli_ray_flag_builds_on_ray_and_a_dead_address_is_a_clear_error(
+    ray: Any, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["tune", "GMM-0", "--ray", "127.0.0.1:1", "--trials", "4"]) == 2
+    assert "msviz: error: no Ray cluster answers at 127.0.0.1:1" in capsys.readouterr().err
+    code = main(["tune", "GMM-0", "--ray", "local", "--trials", "4", "--batch", "4",
+                 "--population-size", "16", "--genetic-num-iters", "1", "--min-repeat-ms", "0",
+                 "--no-report", "--work-dir", str(tmp_path / "wd")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "msviz: building on Ray (a local instance, 2 CPUs)" in out
+    trials = msviz.open(tmp_path / "wd").trials
+    assert len(trials) == 4 and (trials["status"] == "ok").all()
+
+
+def test_a_builder_whose_ray_was_shut_down_says_so_and_starts_nothing(ray: Any) -> None:
+    # the module's last test: it shuts the module's Ray instance down
+    builder = msviz.ray_builder()
+    ray.shutdown()
+    measurer = Measurer(compat.make_target("llvm"), builder=builder)
+    (built,) = measurer.build([workloads.get("GMM-0").mod])
+    assert built.infra and "no longer connected to Ray" in built.error
+    assert not ray.is_initialized()  # the builder did not start an instance of its own
