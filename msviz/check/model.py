@@ -9,6 +9,7 @@ kernel; they are named.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,22 @@ def fallback_tasks(database: Any, tasks: list) -> list[str]:
     return out
 
 
+#: Seconds the timing of one build may take: a slow build (an untuned BERT runs for seconds on 2
+#: cores) is timed over fewer runs, down to one.
+TIMING_BUDGET_S = 5.0
+
+
+def timing_runs(first_s: float, number: int, repeat: int,
+                budget_s: float = TIMING_BUDGET_S) -> tuple[int, int]:
+    """``(number, repeat)`` whose runs fit ``budget_s`` at ``first_s`` seconds a run (the
+    first run's time, an upper bound), never below one run; fast builds keep the given ones."""
+    if first_s * number * repeat <= budget_s:
+        return number, repeat
+    runs = max(1, int(budget_s / max(first_s, 1e-9)))
+    repeat = min(repeat, runs)
+    return max(1, runs // repeat), repeat
+
+
 def _time_us(vm: Any, func: str, args: list, dev: Any, *, number: int, repeat: int) -> float:
     timer = vm.time_evaluator(func, dev, number=number, repeat=repeat, min_repeat_ms=0)
     return float(np.median(timer(*args).results)) * 1e6
@@ -47,7 +64,8 @@ def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, s
     -------
     data : dict
         The ``end_to_end`` event's data: ``untuned_us``, ``tuned_us`` (median over
-        ``repeat`` timings of ``number`` runs each), ``match`` (``numpy.allclose`` with
+        ``repeat`` timings of ``number`` runs each, fewer for a build whose first run says they
+        would take over :data:`TIMING_BUDGET_S`), ``match`` (``numpy.allclose`` with
         ``rtol``/``atol``), ``max_abs_diff``, ``fallback``, ``error`` (None if it all ran).
     """
     import tvm
@@ -71,8 +89,11 @@ def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, s
         for key, exe in (("untuned", plain), ("tuned", tuned)):
             step = f"running the {key} build"
             vm = relax.VirtualMachine(exe, dev)
+            tic = time.perf_counter()
             outs[key] = _flatten(vm[model.func_name](*inputs))
-            times[key] = _time_us(vm, model.func_name, inputs, dev, number=number, repeat=repeat)
+            runs = timing_runs(time.perf_counter() - tic, number, repeat)
+            times[key] = _time_us(vm, model.func_name, inputs, dev, number=runs[0],
+                                  repeat=runs[1])
         diffs = [float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
                  if a.size else 0.0 for a, b in zip(outs["tuned"], outs["untuned"])]
         data.update(

@@ -300,3 +300,16 @@ def test_trial_check_on_a_stock_work_dir(tmp_path: Path) -> None:
     res = stored.check()
     assert not res.ok and res.outcome == "wrong" and 1e-3 < res.max_abs_diff < 1.0
     assert res.detail.startswith("Z differs in ")
+
+
+@pytest.mark.parametrize(("first_s", "expected"), [
+    (0.001, (10, 3)),  # 30 runs of 1 ms: within the 5 s budget, as asked
+    (0.2, (8, 3)),     # 25 runs fit, not 30: 3 repeats of 8
+    (1.0, (1, 3)),     # 5 runs fit: 3 repeats of 1
+    (2.0, (1, 2)),     # 2 runs fit
+    (10.0, (1, 1)),    # an untuned BERT on 2 cores: one run, never none
+])
+def test_end_to_end_timing_fits_its_budget(first_s: float, expected: tuple[int, int]) -> None:
+    from msviz.check.model import timing_runs
+
+    assert timing_runs(first_s, 10, 3, budget_s=5.0) == expected
