@@ -78,3 +78,17 @@ def test_empty_profile_warns_and_draws_a_note() -> None:
     assert info.source == "none" and info.wall == 0.0
     fig = profile_batches_figure(info)
     assert fig.layout.annotations[0].text == "no profile yet"
+
+
+def test_many_batches_share_bars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above MOST_BARS rows, consecutive batches are summed into one bar (k a bar)."""
+    import msviz.views.profile as P
+
+    monkeypatch.setattr(P, "MOST_BARS", 2)  # 5 rows, at most 2 bars: 3 rows a bar
+    fig = profile_batches_figure(profile_info(profile_frame(ROWS)))
+    assert fig.layout.title.text == "Seconds per 3 batches, by stage"
+    assert fig.layout.xaxis.title.text == "3 batches a bar (in order)"
+    assert list(fig.data[0].customdata) == ["setup … B #1", "A #2 … end-to-end check"]
+    assert list(fig.data[2].y) == [5.0, 1.0]  # SendToBuilder: 0 + 3 + 2, then 1 + 0
+    assert list(fig.data[5].y) == [0.0, 5.0]  # the end-to-end check, in the second bar
+    assert list(fig.layout.xaxis.ticktext) == ["setup", "A #2"]
