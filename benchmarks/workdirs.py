@@ -258,6 +258,8 @@ def make_model_work_dir(dest: Path, records: int, seed: Path, *, sidecar: bool =
                         f"{name}\n")
             pool = info["ok"].get(i) or info["bad"][i]
             size = min(batch, records - line)
+            # a batch is searched, built and run, then its trials are logged together
+            clock += timedelta(seconds=size * rng.uniform(0.6, 2.0))
             for _ in range(size):
                 head_text, tail, secs, entry = pool[counts[i] % len(pool)]
                 k = counts[i]
@@ -268,7 +270,7 @@ def make_model_work_dir(dest: Path, records: int, seed: Path, *, sidecar: bool =
                                f"{json.dumps(run_secs, separators=(',', ':'))}{tail}\n")
                 line += 1
                 counts[i] += 1
-                clock += timedelta(seconds=rng.uniform(0.6, 2.0))
+                clock += timedelta(milliseconds=rng.uniform(0.5, 2.0))
                 mean = sum(run_secs) / len(run_secs)
                 if not bad:
                     best[i] = min(best[i], mean)
