@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -46,7 +47,7 @@ RESUME = {**SEED_KNOBS, "trials_per_batch": 8, "skip_db_measured": False,
 def _fresh(code: str) -> dict:
     """Run ``code`` in a fresh Python (this checkout first on the path); it prints JSON."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                          check=False)
     if out.returncode:
         raise RuntimeError(out.stderr[-3000:])
@@ -109,6 +110,7 @@ def step_dashboard(dirs: dict[str, Path]) -> None:
 
 def _tab_setup(wd: Path) -> str:
     return ("import time, psutil, msviz, msviz.widgets\n"
+            f"assert msviz.__file__.startswith({str(ROOT)!r}), msviz.__file__\n"
             "from plotly.graph_objects import FigureWidget\n"
             "rss0 = psutil.Process().memory_info().rss\n"
             f"tic = time.perf_counter()\nrun = msviz.open({wd.name!r})\ndash = run.dashboard()\n"
@@ -233,6 +235,9 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(STEPS), help=f"of {', '.join(STEPS)}")
     parser.add_argument("--keep", type=Path, help="make the work dirs here and keep them")
     args = parser.parse_args()
+    # JupyterLab's kernels import this checkout's msviz (not an installed one)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     steps = set(args.only.split(","))
     sizes = (2_000, 10_000) if args.quick else (20_000, 100_000)
     seed = seed_model_work_dir(MODEL, SEEDS)

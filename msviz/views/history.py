@@ -288,6 +288,9 @@ def _panel_title(k: int, rows: int, task: str) -> dict:
             "font": {"size": 11}}
 
 
-def _short(task: str, width: int = 28) -> str:
-    """A panel's title: the task name, cut to ``width`` characters."""
+def _short(task: str, width: int = 22) -> str:
+    """A panel's title: the task name, without a ``fused_`` prefix when too long, cut to
+    ``width`` characters (a panel is about 130 px wide: longer titles ran into each other)."""
+    if len(task) > width and task.startswith("fused_"):
+        task = task[len("fused_"):]
     return task if len(task) <= width else task[: width - 1] + "…"

@@ -123,8 +123,9 @@ def _colors(stages: tuple[str, ...]) -> dict[str, str]:
 
 
 #: At most this many bars per stage on the batches plot: above, consecutive batches share a
-#: bar (2,500 batches of 15 stages were 37,500 SVG bars, seconds to draw and each a hair wide).
-MOST_BARS = 200
+#: bar (1,250 batches of 15 stages were 19,000 SVG bars and as many hover labels, seconds to
+#: send and draw, each bar a hair wide).
+MOST_BARS = 100
 
 
 def _binned_rows(info: ProfileInfo) -> tuple[pd.DataFrame, int]:
@@ -153,6 +154,8 @@ def profile_batches_figure(info: ProfileInfo) -> Any:
     x = list(range(len(rows)))
     for stage in info.stages:
         y = rows[stage].to_numpy(dtype=float)
+        if k > 1 and not y.any():  # a stage no batch spent time in (the legend is long)
+            continue
         fig.add_bar(x=x, y=y, name=stage, marker_color=colors[stage],
                     customdata=rows["label"], meta=stage,
                     hovertemplate="%{customdata}<br>%{meta}: %{y:.3f} s<extra></extra>")
@@ -163,12 +166,13 @@ def profile_batches_figure(info: ProfileInfo) -> Any:
                f"Seconds per {k} batches, by stage")
         + (" (from the logs)" if info.source == "logs" else ""), barmode="stack",
         bargap=0 if many else 0.15,
-        xaxis_title="batch (in order)" if k == 1 else f"{k} batches a bar (in order)",
+        xaxis_title="batch (in order)" if k == 1 else f"batch of the run ({k} a bar)",
         yaxis_title="seconds", legend={"font": {"size": 10}}, **_LAYOUT)
     ticks = x if len(x) <= 30 else x[:: max(1, len(x) // 15)]
-    # a bar of many batches is named by its first one (hover names both ends)
-    fig.update_xaxes(tickvals=ticks, ticktext=[rows["label"].iloc[i].split(" … ")[0]
-                                               for i in ticks])
+    # a bar of many batches is named by where it starts in the run (its batches may be of
+    # several tasks: the hover names the first and the last)
+    fig.update_xaxes(tickvals=ticks, ticktext=[rows["label"].iloc[i] if k == 1 else
+                                               f"#{i * k}" for i in ticks])
     if info.rows.empty:
         note_figure(fig, "no profile yet")
     return fig

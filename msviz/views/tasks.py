@@ -308,10 +308,14 @@ def model_latency_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
     if e2e is not None:
         for value, name, dash in ((e2e.untuned_us, "end-to-end untuned", "dot"),
                                   (e2e.tuned_us, "end-to-end tuned", "dash")):
-            if value is not None:
+            if value is not None and value > 0:
                 drawn.append(value)
-                fig.add_hline(y=value, line={"dash": dash}, annotation_text=f"{name}: "
-                              f"{value:.3g} µs", annotation_position="top left")
+                fig.add_hline(y=value, line={"dash": dash})
+                # on a log axis an annotation's y is the log of the value (add_hline's own
+                # label would sit at 10^value: off the plot)
+                fig.add_annotation(text=f"{name}: {value:.3g} µs", x=0, xref="paper",
+                                   xanchor="left", y=math.log10(value), yref="y",
+                                   yanchor="bottom", showarrow=False)
     # log: the untuned model can be 10x the estimate, which would flatten its steps
     fig.update_yaxes(**log_axis(drawn))
     return fig
@@ -370,7 +374,8 @@ def _trials_heat_map(fig: Any, info: ModelLatencyInfo, x: str) -> Any:
         hovertemplate=f"%{{y}}<br>%{{z}} trials in the {width:.3g} {unit} around %{{x:.0f}}"
                       "<extra></extra>"))
     fig.update_layout(
-        title=f"Trials per task (a row each; a column per {width:.3g} {unit} of the run)",
+        title="Trials per task",  # short: a longer one runs under the plot's toolbar
+        xaxis_title=f"{_x(info.trial, x)} (a column per {width:.3g} {unit})",
         height=max(_LAYOUT["height"], 110 + 16 * len(info.tasks)),
         yaxis={"title": None, "autorange": "reversed", "automargin": True,
                "tickfont": {"size": 10}})

@@ -186,3 +186,14 @@ def test_many_points_draw_with_webgl_in_every_panel() -> None:
     # make_subplots's grid: 4 columns, 0.06 apart
     assert fig.layout.xaxis.domain == pytest.approx((0.0, 0.205))
     assert fig.layout.xaxis8.domain == pytest.approx((0.795, 1.0))
+
+
+def test_panel_titles_fit_their_panel() -> None:
+    """Long task names lose a ``fused_`` prefix, then are cut to 22 characters."""
+    names = ["fused_conv2d19_add14_add15_relu11", "fused_conv2d_add_relu", "max_pool2d",
+             *(f"T{k}" for k in range(4))]
+    frame = pd.DataFrame([{"task": n, "task_trial": 0, "status": "ok", "latency_us": 1.0}
+                          for n in names])
+    fig = best_so_far_figure(best_so_far_info(frame))
+    assert [a.text for a in fig.layout.annotations][:3] == [
+        "conv2d19_add14_add15_…", "fused_conv2d_add_relu", "max_pool2d"]
