@@ -84,15 +84,21 @@ def stage_groups(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def batches_from_logs(trials: pd.DataFrame) -> pd.DataFrame:
-    """A stock run's batches from its log stamps: per task, each distinct ``logged_at`` stamp
-    ends a batch; its seconds are the time since the task's previous stamp (its first batch has
-    no start in the logs and is left out). Stage :data:`LOGS_STAGE`."""
+    """A stock run's batches from its log stamps: each distinct (task, ``logged_at``) stamp
+    ends a batch of that task; its seconds are the time since the stamp before it, of any task
+    (a model's tasks take turns: the time since the task's own previous batch would count the
+    other tasks' batches too, 28 times over for 28 tasks). The run's first batch has no start
+    in the logs and is left out; ``batch`` counts each task's batches from 0. Stage
+    :data:`LOGS_STAGE`."""
     rows = []
     if "logged_at" not in trials.columns or trials.empty:
         return profile_frame([])
-    for task, group in trials.dropna(subset=["logged_at"]).groupby("task", sort=False):
-        stamps = sorted({datetime.fromisoformat(str(s)) for s in group["logged_at"]})
-        for batch, (before, after) in enumerate(itertools.pairwise(stamps), start=1):
-            rows.append({"task": task, "batch": batch,
-                         "stages": {LOGS_STAGE: (after - before).total_seconds()}})
+    seen = trials.dropna(subset=["logged_at"])
+    ends = sorted({(datetime.fromisoformat(str(s)), str(t))
+                   for t, s in zip(seen["task"], seen["logged_at"], strict=True)})
+    count: dict[str, int] = {}
+    for (before, _), (after, task) in itertools.pairwise(ends):
+        count[task] = count.get(task, 0) + 1
+        rows.append({"task": task, "batch": count[task] - (ends[0][1] != task),
+                     "stages": {LOGS_STAGE: (after - before).total_seconds()}})
     return profile_frame(rows)

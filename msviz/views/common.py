@@ -21,6 +21,7 @@ __all__ = [
     "note_figure",
     "quiet_empty",
     "scatter_type",
+    "step_points",
 ]
 
 #: Status of a trial whose measuring infrastructure failed (not the candidate).
@@ -61,6 +62,21 @@ def scatter_type(points: int) -> Any:
     import plotly.graph_objects as go
 
     return go.Scattergl if points > WEBGL_ABOVE else go.Scatter
+
+
+def step_points(values: Any) -> Any:
+    """Indices where a step series (a best so far) changes, plus its first and last point:
+    with the ``hv`` line shape these draw the same steps as every point, in a few points
+    (NaN before the first value stays a gap)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return np.arange(0)
+    same = (values[1:] == values[:-1]) | (np.isnan(values[1:]) & np.isnan(values[:-1]))
+    keep = np.concatenate([[True], ~same])
+    keep[-1] = True
+    return np.flatnonzero(keep)
 
 
 def note_figure(fig: Any, text: str) -> Any:

@@ -101,10 +101,11 @@ def trial_scatter_figure(info: TrialScatterInfo) -> Any:
 class BatchPrediction(NamedTuple):
     """One measured batch: the cost model's scores and what was measured."""
 
-    batch: int
+    batch: int  # its number; in a run of several tasks, its place in the run (0, 1, ...)
     predicted: tuple[float, ...]
     gflops: tuple[float, ...]
     spearman: float  # rank correlation of predicted score and measured throughput
+    task: str = ""  # in a run of several tasks, the task whose batch it was
 
 
 class CostModelInfo(NamedTuple):
@@ -151,18 +152,26 @@ def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
         warnings.warn("these trials carry no cost-model predictions (stock work dir)",
                       MsvizWarning, stacklevel=2)
         return CostModelInfo((), math.nan)
+    many = "task" in trials.columns and trials["task"].nunique() > 1
     ok = trials.loc[trials["predicted_score"].notna() & trials["gflops"].notna()
-                    & trials["batch"].notna(), ["batch", "predicted_score", "gflops"]]
+                    & trials["batch"].notna(),
+                    ["batch", "predicted_score", "gflops", *(["task"] if many else [])]]
+    if many:  # each task numbers its own batches: a batch is (task, batch), in run order
+        tasks = ok["task"].astype(str)
+        ok = ok.assign(batch=pd.factorize(pd.MultiIndex.from_arrays(
+            [tasks, ok["batch"].astype("int64")]))[0])
     ok = ok.sort_values("batch", kind="stable")  # batch order; measuring order within one
     numbers, starts, codes = np.unique(ok["batch"].to_numpy(dtype="int64"),
                                        return_index=True, return_inverse=True)
+    names = ok["task"].astype(str).to_numpy()[starts].tolist() if many else [""] * len(starts)
     rho = _batch_spearman(codes, ok["predicted_score"], ok["gflops"]) if len(ok) else []
     ends = [*starts[1:].tolist(), len(ok)] if len(ok) else []
     scores = ok["predicted_score"].to_numpy(dtype=float).tolist()
     gflops = ok["gflops"].to_numpy(dtype=float).tolist()
     batches = tuple(
-        BatchPrediction(n, tuple(scores[s:e]), tuple(gflops[s:e]), float(r))
-        for n, s, e, r in zip(numbers.tolist(), starts.tolist(), ends, rho, strict=True)
+        BatchPrediction(n, tuple(scores[s:e]), tuple(gflops[s:e]), float(r), name)
+        for n, s, e, r, name in zip(numbers.tolist(), starts.tolist(), ends, rho, names,
+                                    strict=True)
     )
     return CostModelInfo(batches, _spearman(ok["predicted_score"], ok["gflops"]))
 
@@ -220,6 +229,8 @@ def cost_model_figure(info: CostModelInfo) -> Any:
             marker={"size": 6, "color": batch,
                     **_batch_colors([b.batch for b in info.batches])},
         ))
+        if info.batches[-1].task:  # batches of several tasks, numbered in the run's order
+            fig.update_traces(marker_colorbar_title_text="batch of the run")
     last = (f"; batch {info.batches[-1].batch}: {_rho(info.batches[-1].spearman)}"
             if info.batches else "")
     fig.update_layout(

@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.views.common import note_figure
-from msviz.views.history import trial_seconds
+from msviz.views.common import log_axis, note_figure, step_points
+from msviz.views.history import SMALL_MULTIPLES_FROM, trial_seconds
 
 __all__ = [
     "TASK_TABLE_COLUMNS",
@@ -241,29 +241,34 @@ def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
         warnings.warn("no trials yet: no model latency to estimate", MsvizWarning, stacklevel=2)
         return ModelLatencyInfo((), (), (), None, tuple(TaskTrials(t.name, (), (), ())
                                                         for t in listed), e2e)
+    import numpy as np
+
+    # one pass of numpy over (trials x tasks), not a Python loop per trial and per task
+    # (20,000 trials of 28 tasks: 1 s): each task's best so far in its column
     weights = {t.name: t.weight for t in listed}
-    numbers = trials["trial"].astype(int).tolist()
-    seconds = trial_seconds(trials).to_numpy(dtype=float).tolist()
-    best: dict[str, float] = {}
-    estimate: list[float] = []
-    known_from = None
-    for number, task, latency in zip(numbers, trials["task"].astype(str),
-                                     trials["latency_us"].to_numpy(dtype=float), strict=True):
-        if task in weights and latency == latency and latency < best.get(task, math.inf):
-            best[task] = latency
-        if len(best) == len(weights):
-            if known_from is None:
-                known_from = number
-            estimate.append(sum(weights[name] * best[name] for name in weights))
-        else:
-            estimate.append(math.nan)
+    names = list(weights)
+    codes = pd.Categorical(trials["task"].astype(str), categories=names).codes
+    numbers = trials["trial"].astype(int).to_numpy()
+    seconds = trial_seconds(trials).to_numpy(dtype=float)
+    latency = trials["latency_us"].to_numpy(dtype=float)
+    best = np.full((len(trials), len(names)), np.nan)
+    mine = codes >= 0
+    best[np.flatnonzero(mine), codes[mine]] = latency[mine]
+    best = np.fmin.accumulate(best, axis=0)  # NaN (a failure) never replaces a best
+    estimate = np.zeros(len(trials))
+    for j, name in enumerate(names):  # summed in the tasks' order, as MetaSchedule sums
+        estimate += weights[name] * best[:, j]
+    known = ~np.isnan(best).any(axis=1) if names else np.zeros(len(trials), dtype=bool)
+    estimate[~known] = np.nan
+    known_from = int(numbers[np.argmax(known)]) if known.any() else None
     per_task = []
     for t in listed:
-        mine = [(n, s) for n, s, name in zip(numbers, seconds, trials["task"].astype(str),
-                                            strict=True) if name == t.name]
-        per_task.append(TaskTrials(t.name, tuple(n for n, _ in mine),
-                                   tuple(s for _, s in mine), tuple(range(1, len(mine) + 1))))
-    return ModelLatencyInfo(tuple(numbers), tuple(seconds), tuple(estimate), known_from,
+        rows = np.flatnonzero(codes == names.index(t.name))
+        per_task.append(TaskTrials(t.name, tuple(numbers[rows].tolist()),
+                                   tuple(seconds[rows].tolist()),
+                                   tuple(range(1, len(rows) + 1))))
+    return ModelLatencyInfo(tuple(numbers.tolist()), tuple(seconds.tolist()),
+                            tuple(estimate.tolist()), known_from,
                             tuple(per_task), e2e)
 
 
@@ -287,25 +292,46 @@ def model_latency_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
                             "yaxis": {"title": "weight x best, summed (µs)"}})
     if not info.trial:
         return note_figure(fig, "no trials yet")
-    known = ~np.isnan(np.array(info.latency_us, dtype=float))
+    latency = np.array(info.latency_us, dtype=float)
+    known = ~np.isnan(latency)
     if not known.any():
         return note_figure(fig, "unknown until every task has a successful trial")
+    # only where the estimate steps (it changes with a task's new best: a few hundred points
+    # of 20,000 trials); markers there, on the steps
+    at = np.flatnonzero(known)[step_points(latency[known])]
     fig.add_trace(go.Scatter(
-        x=np.array(xs, dtype=float)[known], y=np.array(info.latency_us, dtype=float)[known],
-        mode="lines+markers", line={"shape": "hv"}, marker={"size": 5},
+        x=np.array(xs, dtype=float)[at], y=latency[at], mode="lines+markers",
+        line={"shape": "hv"}, marker={"size": 5 if len(at) <= MOST_MARKERS else 3},
         name="estimated (tasks)"))
+    drawn = list(latency[at])
     e2e = info.end_to_end
     if e2e is not None:
         for value, name, dash in ((e2e.untuned_us, "end-to-end untuned", "dot"),
                                   (e2e.tuned_us, "end-to-end tuned", "dash")):
-            if value is not None:
-                fig.add_hline(y=value, line={"dash": dash}, annotation_text=f"{name}: "
-                              f"{value:.3g} µs", annotation_position="top left")
+            if value is not None and value > 0:
+                drawn.append(value)
+                fig.add_hline(y=value, line={"dash": dash})
+                # on a log axis an annotation's y is the log of the value (add_hline's own
+                # label would sit at 10^value: off the plot)
+                fig.add_annotation(text=f"{name}: {value:.3g} µs", x=0, xref="paper",
+                                   xanchor="left", y=math.log10(value), yref="y",
+                                   yanchor="bottom", showarrow=False)
+    # log: the untuned model can be 10x the estimate, which would flatten its steps
+    fig.update_yaxes(**log_axis(drawn))
     return fig
 
 
+#: Above this many points a line of the Tasks tab is drawn without markers.
+MOST_MARKERS = 500
+#: Columns (bins of the run's trials or wall time) of the trials-per-task heat map.
+TRIAL_BINS = 60
+
+
 def task_trials_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
-    """Each task's trial count against the run's trial number or wall time (one line each)."""
+    """Each task's trial count against the run's trial number or wall time: a line each, or
+    from :data:`~msviz.views.history.SMALL_MULTIPLES_FROM` tasks on, a heat map (a row per
+    task, a column per bin of the run: how many trials the task got there), not 28 lines
+    over one another."""
     import numpy as np
     import plotly.graph_objects as go
 
@@ -314,11 +340,45 @@ def task_trials_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
                             "xaxis": {"title": title}, "yaxis": {"title": "Trials"}})
     if not any(t.trial for t in info.tasks):
         return note_figure(fig, "no trials yet")
+    if len(info.tasks) >= SMALL_MULTIPLES_FROM:
+        return _trials_heat_map(fig, info, x)
     for t in info.tasks:
         xs = t.trial if x == "trial" else t.seconds
+        many = len(xs) > MOST_MARKERS
         fig.add_trace(go.Scatter(x=np.array(xs, dtype=float), y=np.array(t.count, dtype=float),
-                                 mode="lines+markers", line={"shape": "hv"},
-                                 marker={"size": 5}, name=t.name))
+                                 mode="lines" if many else "lines+markers",
+                                 line={"shape": "hv"}, marker={"size": 5}, name=t.name))
+    return fig
+
+
+def _trials_heat_map(fig: Any, info: ModelLatencyInfo, x: str) -> Any:
+    """Trials per task as a heat map: tasks top to bottom in their order, the run in
+    :data:`TRIAL_BINS` columns."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    every = np.array(info.trial if x == "trial" else info.seconds, dtype=float)
+    every = every[np.isfinite(every)]
+    if not len(every):
+        return note_figure(fig, "no wall times: these trials carry no timestamps")
+    lo, hi = float(every.min()), float(every.max())
+    edges = np.linspace(lo, hi if hi > lo else lo + 1, min(TRIAL_BINS, len(every)) + 1)
+    counts = [np.histogram(np.array(t.trial if x == "trial" else t.seconds, dtype=float),
+                           bins=edges)[0] for t in info.tasks]
+    width = edges[1] - edges[0]
+    unit = "trials" if x == "trial" else "s"
+    fig.add_trace(go.Heatmap(
+        z=np.array(counts, dtype=float), x=(edges[:-1] + edges[1:]) / 2,
+        y=[t.name for t in info.tasks], colorscale="Blues", zmin=0,
+        colorbar={"title": {"text": "trials"}}, xgap=0, ygap=1,
+        hovertemplate=f"%{{y}}<br>%{{z}} trials in the {width:.3g} {unit} around %{{x:.0f}}"
+                      "<extra></extra>"))
+    fig.update_layout(
+        title="Trials per task",  # short: a longer one runs under the plot's toolbar
+        xaxis_title=f"{_x(info.trial, x)} (a column per {width:.3g} {unit})",
+        height=max(_LAYOUT["height"], 110 + 16 * len(info.tasks)),
+        yaxis={"title": None, "autorange": "reversed", "automargin": True,
+               "tickfont": {"size": 10}})
     return fig
 
 

@@ -162,3 +162,38 @@ def test_six_tasks_still_share_one_plot() -> None:
     fig = best_so_far_figure(best_so_far_info(frame))
     assert [t.name for t in fig.data][:2] == ["T0: trial", "T0: best so far"]
     assert not fig.layout.annotations and fig.layout.title.text == "Best so far"
+
+
+def test_many_points_draw_with_webgl_in_every_panel() -> None:
+    """Eight tasks of 300 trials (2,400 points over the figure): every panel's trial dots and
+    failures are WebGL (one canvas), the best-so-far steps stay SVG lines; axis titles under
+    the bottom panels and left of the first column."""
+    from msviz.views.common import WEBGL_ABOVE
+
+    rows = [{"task": f"T{k}", "task_trial": i, "status": "ok" if i % 10 else "build_error",
+             "latency_us": 100.0 - i / 10 if i % 10 else NAN}
+            for k in range(8) for i in range(300)]
+    assert len(rows) > WEBGL_ABOVE
+    fig = best_so_far_figure(best_so_far_info(pd.DataFrame(rows)))
+    kinds = {(t.name, t.type) for t in fig.data}
+    assert kinds == {("trial", "scattergl"), ("best so far", "scatter"),
+                     ("failed", "scattergl")}
+    # 2 rows of 4 panels: x titles on panels 5-8, y titles on panels 1 and 5
+    x_titles = [fig.layout[f"xaxis{'' if k == 1 else k}"].title.text for k in range(1, 9)]
+    y_titles = [fig.layout[f"yaxis{'' if k == 1 else k}"].title.text for k in range(1, 9)]
+    assert x_titles == [None] * 4 + ["Trial"] * 4
+    assert y_titles == ["Latency (µs)", None, None, None, "Latency (µs)", None, None, None]
+    # make_subplots's grid: 4 columns, 0.06 apart
+    assert fig.layout.xaxis.domain == pytest.approx((0.0, 0.205))
+    assert fig.layout.xaxis8.domain == pytest.approx((0.795, 1.0))
+
+
+def test_panel_titles_fit_their_panel() -> None:
+    """Long task names lose a ``fused_`` prefix, then are cut to 22 characters."""
+    names = ["fused_conv2d19_add14_add15_relu11", "fused_conv2d_add_relu", "max_pool2d",
+             *(f"T{k}" for k in range(4))]
+    frame = pd.DataFrame([{"task": n, "task_trial": 0, "status": "ok", "latency_us": 1.0}
+                          for n in names])
+    fig = best_so_far_figure(best_so_far_info(frame))
+    assert [a.text for a in fig.layout.annotations][:3] == [
+        "conv2d19_add14_add15_…", "fused_conv2d_add_relu", "max_pool2d"]

@@ -182,3 +182,22 @@ def test_cost_model_colour_bar_has_a_band_per_batch() -> None:
 def test_cost_model_with_no_scored_success_is_empty(same) -> None:
     failed = COST.assign(gflops=NAN)
     assert same(P.cost_model_info(failed), P.CostModelInfo((), NAN))
+
+
+def test_cost_model_batches_of_several_tasks(same) -> None:
+    """A model's tasks number their own batches: a batch is (task, batch), in run order (batch
+    0 of A and batch 0 of B are two batches, not one of 4 trials)."""
+    frame = pd.DataFrame({
+        "task": ["A", "A", "B", "B", "A", "A"], "batch": [0, 0, 0, 0, 1, 1],
+        "predicted_score": [0.1, 0.2, 0.3, 0.4, 0.6, 0.5],
+        "gflops": [1.0, 2.0, 4.0, 3.0, 5.0, 6.0]})
+    info = P.cost_model_info(frame)
+    expected = P.CostModelInfo((
+        P.BatchPrediction(0, (0.1, 0.2), (1.0, 2.0), 1.0, "A"),
+        P.BatchPrediction(1, (0.3, 0.4), (4.0, 3.0), -1.0, "B"),
+        P.BatchPrediction(2, (0.6, 0.5), (5.0, 6.0), -1.0, "A"),
+    ), P.cost_model_info(frame.drop(columns="task")).spearman)
+    assert same(info, expected)
+    fig = P.cost_model_figure(info)
+    assert fig.data[0].marker.colorbar.title.text == "batch of the run"
+    assert tuple(fig.data[0].marker.color) == (0, 0, 1, 1, 2, 2)

@@ -78,3 +78,32 @@ def test_empty_profile_warns_and_draws_a_note() -> None:
     assert info.source == "none" and info.wall == 0.0
     fig = profile_batches_figure(info)
     assert fig.layout.annotations[0].text == "no profile yet"
+
+
+def test_many_batches_share_bars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above MOST_BARS rows, consecutive batches are summed into one bar (k a bar)."""
+    import msviz.views.profile as P
+
+    monkeypatch.setattr(P, "MOST_BARS", 2)  # 5 rows, at most 2 bars: 3 rows a bar
+    fig = profile_batches_figure(profile_info(profile_frame(ROWS)))
+    assert fig.layout.title.text == "Seconds per 3 batches, by stage"
+    assert fig.layout.xaxis.title.text == "batch of the run (3 a bar)"
+    by_stage = {t.name: list(t.y) for t in fig.data}
+    assert list(fig.data[0].customdata) == ["setup … B #1", "A #2 … end-to-end check"]
+    assert by_stage["SendToBuilder"] == [5.0, 1.0]  # 0 + 3 + 2, then 1 + 0
+    assert by_stage["msviz/EndToEndCheck"] == [0.0, 5.0]  # in the second bar
+    assert list(fig.layout.xaxis.ticktext) == ["#0", "#3"]
+    # every stage had some time here: none left out
+    assert list(by_stage) == list(profile_info(profile_frame(ROWS)).stages)
+
+
+def test_binned_bars_leave_out_stages_without_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import msviz.views.profile as P
+
+    monkeypatch.setattr(P, "MOST_BARS", 2)
+    rows = [*ROWS[:-1], {"task": "A", "batch": 3, "stages": {"msviz/Commands": 0.0,
+                                                             "SendToBuilder": 1.0}}]
+    info = profile_info(profile_frame(rows))
+    assert "msviz/Commands" in info.stages
+    names = [t.name for t in profile_batches_figure(info).data]
+    assert "msviz/Commands" not in names and "SendToBuilder" in names

@@ -140,6 +140,8 @@ def test_figures(trials: pd.DataFrame) -> None:
     fig = V.model_latency_figure(info)
     assert list(fig.data[0].x) == [3.0, 4.0, 5.0] and list(fig.data[0].y) == [20.0, 18.0, 18.0]
     assert [s.y0 for s in fig.layout.shapes] == [90.0, 30.0]
+    assert [a.text for a in fig.layout.annotations] == ["end-to-end untuned: 90 µs",
+                                                        "end-to-end tuned: 30 µs"]
     assert fig.layout.xaxis.title.text == "Trial"
     by_time = V.model_latency_figure(info, x="time")
     assert list(by_time.data[0].x) == [4.0, 5.0, 7.0]
@@ -152,3 +154,37 @@ def test_figures(trials: pd.DataFrame) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         V.tasks_info(TASKS, trials, SCHEDULED)
+
+
+def test_model_latency_drawn_at_its_steps_on_a_log_axis() -> None:
+    """The estimate is drawn where it changes (and its last trial), on a log axis that holds
+    the end-to-end lines too."""
+    tasks = [{"index": 0, "name": "a", "flop": 1.0, "weight": 1}]
+    frame = pd.DataFrame({"task": ["a"] * 6, "trial": range(6),
+                          "latency_us": [NAN, 40.0, 40.0, 20.0, 30.0, 20.0]})
+    info = V.model_latency_info(tasks, frame, {"untuned_us": 400.0, "tuned_us": None})
+    fig = V.model_latency_figure(info)
+    assert list(fig.data[0].x) == [1.0, 3.0, 5.0] and list(fig.data[0].y) == [40.0, 20.0, 20.0]
+    assert fig.layout.yaxis.type == "log"
+    assert 10 ** fig.layout.yaxis.range[0] < 20.0 and 10 ** fig.layout.yaxis.range[1] > 400.0
+    # the end-to-end line's label where the line is: at log10(400) on the log axis
+    (label,) = fig.layout.annotations
+    assert (label.text, label.y) == ("end-to-end untuned: 400 µs", pytest.approx(2.60206))
+
+
+def test_many_tasks_trials_as_a_heat_map(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From SMALL_MULTIPLES_FROM tasks on: a row per task, the run in bins, trials counted."""
+    monkeypatch.setattr(V, "TRIAL_BINS", 2)
+    tasks = [{"index": i, "name": f"t{i}", "flop": 1.0, "weight": 1} for i in range(7)]
+    # trials 0..7: t0 four times (0, 1, 2, 5), t1..t4 once each (3, 4, 6, 7), t5 and t6 never
+    order = ["t0", "t0", "t0", "t1", "t2", "t0", "t3", "t4"]
+    frame = pd.DataFrame({"task": order, "trial": range(8), "latency_us": 1.0})
+    fig = V.task_trials_figure(V.model_latency_info(tasks, frame))
+    (heat,) = fig.data
+    assert heat.type == "heatmap"
+    assert list(heat.y) == [f"t{i}" for i in range(7)]
+    assert list(heat.x) == [1.75, 5.25]  # bins [0, 3.5) and [3.5, 7]
+    assert heat.z.tolist() == [[3, 1], [1, 0], [0, 1], [0, 1], [0, 1], [0, 0], [0, 0]]
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert fig.layout.title.text == "Trials per task"
+    assert fig.layout.xaxis.title.text == "Trial (a column per 3.5 trials)"

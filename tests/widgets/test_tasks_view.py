@@ -43,7 +43,12 @@ def test_run_dashboard_has_a_tasks_tab(model_run: msviz.Run) -> None:
     ok = model_run.trials[model_run.trials["status"] == "ok"]
     known = int(ok.groupby("task")["trial"].min().max())
     assert view.latency_info.known_from == known > 4
-    assert len(view.latency.data[0].x) == len(model_run.trials) - known
+    # drawn where the estimate steps: from the trial it is known, each change, the last trial
+    x, y = list(view.latency.data[0].x), list(view.latency.data[0].y)
+    estimate = view.latency_info.latency_us
+    steps = [t for t in range(known, len(estimate))
+             if t in (known, len(estimate) - 1) or estimate[t] != estimate[t - 1]]
+    assert x == [float(t) for t in steps] and y == [estimate[t] for t in steps]
     assert view.latency.data[0].y[-1] == pytest.approx(total, rel=1e-12)
     assert [t.name for t in view.task_trials.data] == list(MODEL_TASKS)
     assert [len(t.x) for t in view.task_trials.data] == [4, 4, 4, 4]
