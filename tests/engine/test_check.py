@@ -313,3 +313,20 @@ def test_end_to_end_timing_fits_its_budget(first_s: float, expected: tuple[int, 
     from msviz.check.model import timing_runs
 
     assert timing_runs(first_s, 10, 3, budget_s=5.0) == expected
+
+
+def test_model_outputs_match_relative_to_their_scale() -> None:
+    """ResNet-50-like logits (thousands): another summation order is a match, a kernel wrong by
+    a hundredth of the scale is not; small outputs keep the absolute tolerance."""
+    from msviz.check.model import outputs_match
+
+    ref = np.linspace(-7000.0, 7000.0, 1001, dtype="float32")
+    close = ref + np.float32(0.0117)  # 1.7e-6 of the scale: what ResNet-50's tuned build gave
+    wrong = ref.copy()
+    wrong[500] += 70.0  # the entry near 0 off by 1% of the scale
+    assert outputs_match([close], [ref], rtol=1e-4, atol=1e-4)
+    assert not outputs_match([wrong], [ref], rtol=1e-4, atol=1e-4)
+    small = np.array([0.0, 0.5, 1.0], dtype="float32")
+    assert outputs_match([small + 5e-5], [small], rtol=1e-4, atol=1e-4)
+    assert not outputs_match([small + 5e-4], [small], rtol=1e-4, atol=1e-4)
+    assert not outputs_match([small], [small, small], rtol=1e-4, atol=1e-4)
