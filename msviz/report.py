@@ -21,6 +21,7 @@ from msviz.views import (
 )
 from msviz.views import tasks as model_views
 from msviz.views.common import quiet_empty
+from msviz.views.history import SMALL_MULTIPLES_FROM
 from msviz.views.profile import (
     SOURCES,
     profile_batches_figure,
@@ -137,13 +138,23 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
     if len(run.tasks) > 1 or end_to_end is not None:  # a model: its section comes first
         parts += _model_section(run, end_to_end, plotly_js)
         plotly_js = False
+    # many tasks: one figure of a panel per task (WebGL once it holds many points), not a
+    # figure per task (28 figures of 20,000 SVG points took 10 s to open)
+    panels = len(run.tasks) >= SMALL_MULTIPLES_FROM
+    if panels:
+        fig = best_so_far_figure(info)
+        fig.update_layout(template="plotly_white")
+        parts += ['<h2 id="best-so-far">Best so far</h2>',
+                  pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js)]
+        plotly_js = False
     for _, task in run.tasks.iterrows():
         name = str(task["task"])
         parts.append(f"<h2>Task {html.escape(name)}</h2>")
-        fig = best_so_far_figure(info, task=name)
-        fig.update_layout(template="plotly_white")
-        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
-        plotly_js = False
+        if not panels:
+            fig = best_so_far_figure(info, task=name)
+            fig.update_layout(template="plotly_white")
+            parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
+            plotly_js = False
         parts.append(_best_section(run, name))
     parts += _time_section(run, plotly_js)
     plotly_js = False

@@ -93,3 +93,20 @@ def test_report_model_section(stock_model_work_dir: Path) -> None:
     assert text.count("plotly.js v") == 1
     plain = render_report(stock_model_work_dir)  # no end-to-end result: no such line
     assert '<h2 id="model">' in plain and "End to end" not in plain
+
+
+def test_report_of_many_tasks_has_one_best_so_far_figure(
+        stock_model_work_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From SMALL_MULTIPLES_FROM tasks on (4 here, patched from 7): one figure of a panel per
+    task, and each task's section keeps its best schedule but no figure of its own."""
+    import msviz.report as report
+
+    monkeypatch.setattr(report, "SMALL_MULTIPLES_FROM", 4)
+    text = render_report(stock_model_work_dir)
+    assert text.count("Best so far, 4 tasks (a panel each)") == 1
+    tasks = text[text.index("<h2>Task "):text.index('<h2 id="time">')]
+    assert "plotly-graph-div" not in tasks and tasks.count("<h3>Best trial #") == 4
+    monkeypatch.setattr(report, "SMALL_MULTIPLES_FROM", 7)
+    text = render_report(stock_model_work_dir)
+    tasks = text[text.index("<h2>Task "):text.index('<h2 id="time">')]
+    assert tasks.count("plotly-graph-div") == 4
