@@ -100,13 +100,16 @@ def test_report_of_many_tasks_has_one_best_so_far_figure(
     """From SMALL_MULTIPLES_FROM tasks on (4 here, patched from 7): one figure of a panel per
     task, and each task's section keeps its best schedule but no figure of its own."""
     import msviz.report as report
+    import msviz.views.history as history
 
     monkeypatch.setattr(report, "SMALL_MULTIPLES_FROM", 4)
+    monkeypatch.setattr(history, "SMALL_MULTIPLES_FROM", 4)  # the figure's own panels
     text = render_report(stock_model_work_dir)
     assert text.count("Best so far, 4 tasks (a panel each)") == 1
     tasks = text[text.index("<h2>Task "):text.index('<h2 id="time">')]
     assert "plotly-graph-div" not in tasks and tasks.count("<h3>Best trial #") == 4
     monkeypatch.setattr(report, "SMALL_MULTIPLES_FROM", 7)
+    monkeypatch.setattr(history, "SMALL_MULTIPLES_FROM", 7)
     text = render_report(stock_model_work_dir)
     tasks = text[text.index("<h2>Task "):text.index('<h2 id="time">')]
     assert tasks.count("plotly-graph-div") == 4
