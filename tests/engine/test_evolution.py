@@ -24,7 +24,7 @@ def test_stock_preset_equals_metaschedule_defaults() -> None:
     assert knobs.skip_db_measured is False
     assert knobs.eps_greedy_at_least_one is False
     assert knobs.cost_model_task_warmup == 0  # stock has no task warm-up
-    assert PRESETS["msviz"] == {"cost_model_warmup": 0, "cost_model_task_warmup": 1,
+    assert PRESETS["msviz"] == {"cost_model_warmup": 0, "cost_model_task_warmup": 16,
                                 "skip_db_measured": True, "eps_greedy_at_least_one": True}
 
 
