@@ -21,6 +21,7 @@ def tuned_session(tmp_path_factory: pytest.TempPathFactory) -> msviz.Session:
     session = msviz.Session(
         "GMM-0", work_dir=tmp_path_factory.mktemp("tuned") / "wd", max_trials=16,
         trials_per_batch=8, population_size=16, init_min_unmeasured=8, genetic_num_iters=1,
+        cost_model_task_warmup=8,  # the first batch a warm-up, the second evolved
         seed=3,
     )
     session.start()
