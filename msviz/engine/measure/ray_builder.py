@@ -30,12 +30,12 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 import tvm
 
 from msviz import compat
+from msviz.engine.measure import watchdog
 from msviz.engine.measure.builder import build_artifact
 from msviz.errors import MissingExtraError, RayClusterError
 
@@ -83,27 +83,6 @@ def _host_port(address: str) -> tuple[str, int]:
         raise ValueError(f"Ray address {address!r} is not HOST:PORT (e.g. '10.0.0.5:6379'), "
                          "'ray://HOST:PORT', 'auto' or 'local'")
     return host.strip("[]"), int(port)
-
-
-def _with_deadline(fn: Callable[[], Any], seconds: float) -> tuple[bool, Any]:
-    """``(True, result)``, or ``(False, None)`` when ``fn`` is still running after ``seconds``
-    (it is left running on a daemon thread: Ray offers no way to cancel ``ray.init``)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as err:
-            box["error"] = err
-
-    thread = threading.Thread(target=target, name="msviz-ray-init", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        return False, None
-    if "error" in box:
-        raise box["error"]
-    return True, box.get("value")
 
 
 def connect(address: str | None = None, *, num_cpus: int | None = None,
@@ -173,18 +152,20 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
     try:
         # a helper thread with a deadline: ray.init retries an address that does not answer
         # for a long time (connecting starts no process here)
-        done, _ = _with_deadline(lambda: ray.init(address=address, **options), connect_timeout)
-    except Exception as err:
-        raise RayClusterError(f"could not connect to the Ray cluster at {address}: "
-                              f"{type(err).__name__}: {err}") from None
-    if not done:
+        # (ray.init cannot be cancelled: past the deadline it is left running on its thread)
+        watchdog.with_deadline(lambda: ray.init(address=address, **options), connect_timeout,
+                               lambda: None, grace=0.0, name="msviz-ray-init")
+    except watchdog.WatchdogTimeout:
         raise RayClusterError(
             f"could not connect to the Ray cluster at {address} within {connect_timeout:g} s "
             "(something answers at that address, but ray.init did not finish: is it a Ray "
             "head's GCS port, of the same Ray version? A cluster with token authentication "
             "needs RAY_AUTH_MODE=token and its token on this machine too); "
             "ray.init goes on in the background, so restart this Python process before trying "
-            "again")
+            "again") from None
+    except Exception as err:
+        raise RayClusterError(f"could not connect to the Ray cluster at {address}: "
+                              f"{type(err).__name__}: {err}") from None
     return ray
 
 

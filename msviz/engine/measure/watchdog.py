@@ -50,7 +50,10 @@ def kill(pids: Sequence[int]) -> None:
             continue
 
 
-def with_deadline(fn: Callable[[], Any], deadline: float, on_timeout: Callable[[], None]) -> Any:
+def with_deadline(fn: Callable[[], Any], deadline: float, on_timeout: Callable[[], None], *,
+                  grace: float = 10.0, name: str = "msviz-measure") -> Any:
+    """``fn()`` on a daemon thread; past ``deadline`` seconds, ``on_timeout()``, up to
+    ``grace`` more seconds for the thread to end, then :class:`WatchdogTimeout`."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -59,12 +62,12 @@ def with_deadline(fn: Callable[[], Any], deadline: float, on_timeout: Callable[[
         except BaseException as err:
             box["error"] = err
 
-    thread = threading.Thread(target=target, name="msviz-measure", daemon=True)
+    thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()
     thread.join(deadline)
     if thread.is_alive():
         on_timeout()
-        thread.join(10.0)
+        thread.join(grace)
         raise WatchdogTimeout(f"no answer after {deadline:.0f} s")
     if "error" in box:
         raise box["error"]
