@@ -1,0 +1,291 @@
+"""Work dirs written by TVM before the ``s_tir`` rename: migrated on read, or into a new work dir.
+
+:func:`migrate_on_read` is what :class:`msviz.records.run.Run` calls: when a work dir's traces
+use ``GetBlock`` (TVM <= 0.23) or its workloads cannot be loaded by the pinned TVM, it returns a
+:class:`Migration` that stands in for the old files in memory: each workload rebuilt (from the
+TVMScript the per-task log printed, migrated; or from the workload the caller names), each
+record's trace and target rewritten as :mod:`msviz.compat.migrate` says. Records that cannot be
+migrated are left out, with a warning naming their lines. :func:`migrate_work_dir` writes the
+migrated records as a new stock work dir, through the pinned TVM's own ``JSONDatabase``.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from msviz import compat
+from msviz.compat import migrate as rules
+from msviz.errors import MsvizWarning, WorkDirError
+from msviz.records import database as db_files
+from msviz.records import logs as log_files
+
+__all__ = ["Migration", "MigrationReport", "migrate_on_read", "migrate_work_dir"]
+
+_OLD_TRACE = b'["GetBlock",'
+
+
+@dataclass
+class Migration:
+    """How an old work dir was rewritten in memory for the pinned TVM.
+
+    Attributes
+    ----------
+    workloads : list of WorkloadLine or None
+        The workload lines as the pinned TVM writes them (its structural hash, its JSON).
+    records : RecordColumns
+        The records that could be migrated (targets rewritten), in file order.
+    migrated : int
+        How many records were rewritten.
+    renames : list of str
+        Each kind of rewrite applied (``"GetBlock -> GetSBlock"``, ...).
+    skipped : dict
+        Record line -> why it could not be migrated.
+    """
+
+    workloads: list[db_files.WorkloadLine | None]
+    records: db_files.RecordColumns
+    migrated: int = 0
+    renames: list[str] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)
+    #: How the workloads were rebuilt (TVMScript renames), apart from the records' renames.
+    workload_renames: list[str] = field(default_factory=list)
+
+    def record_json(self, record_json: list) -> list:
+        """A record's ``[trace, run_secs, target, args_info]`` rewritten for the pinned TVM."""
+        trace, run_secs, target, args_info = record_json
+        if rules.trace_needs_migration(trace):
+            trace = rules.migrate_trace_json(trace)[0]
+        if isinstance(target, dict):
+            target = rules.migrate_target(target)[0]
+        return [trace, run_secs, target, args_info]
+
+    @property
+    def note(self) -> str:
+        """The one-line note: how many records were migrated, and how."""
+        how = ", ".join(self.renames)
+        if self.workload_renames:
+            how += ("; " if how else "") + "; ".join(self.workload_renames)
+        return f"{self.migrated} records written by an older TVM were migrated ({how})"
+
+    def _add(self, renames: list[str], into: list[str] | None = None) -> None:
+        into = self.renames if into is None else into
+        into += [r for r in renames if r not in into]
+
+
+def _has_old_traces(path: Path) -> bool:
+    if not path.is_file() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        return buf.find(_OLD_TRACE) >= 0
+
+
+def _loads(entry: db_files.WorkloadLine) -> bool:
+    try:
+        compat.Workload.from_json([entry.shash, entry.payload])
+    except Exception:
+        return False
+    return True
+
+
+def _arg_signature(args_info: Any) -> str:
+    return json.dumps(args_info)
+
+
+def _log_workloads(work_dir: Path) -> list[tuple[str, Any, list[str]]]:
+    """(args signature, IRModule, renames) of each per-task log's workload, migrated."""
+    logs_dir = work_dir / "logs"
+    out = []
+    if not logs_dir.is_dir():
+        return out
+    for _, log in sorted(log_files.read_task_log_files(logs_dir).items()):
+        script = log_files.read_task_workload_script(log.path)
+        if script is None:
+            continue
+        text, renames = rules.migrate_script(script)
+        try:
+            mod = compat.normalize_mod(compat.parse_script(text))
+        except Exception:
+            continue
+        args = [a.as_json() for a in compat.ArgInfo.from_entry_func(mod, remove_preproc=True)]
+        out.append((_arg_signature(compat.to_jsonable(args)), mod, renames))
+    return out
+
+
+def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None],
+                    records: db_files.RecordColumns, *,
+                    given: Mapping[int, Any] | None = None) -> Migration | None:
+    """The migrated workloads and records of an old work dir; None if nothing is old.
+
+    Parameters
+    ----------
+    work_dir : Path
+        The work dir (its ``logs/`` give the workloads' TVMScript).
+    workloads, records : list of WorkloadLine, RecordColumns
+        As :mod:`msviz.records.database` read them.
+    given : mapping, optional
+        Workload line index (0-based) -> the workload (IRModule, PrimFunc, TVMScript or a
+        catalogue name), for an old workload whose log is missing.
+
+    Warns
+    -----
+    MsvizWarning
+        The one-line note (:attr:`Migration.note`), and the records skipped, by line.
+    """
+    record_path = work_dir / db_files.RECORD_FILE
+    used = sorted(set(records.workload))
+    unreadable = [w for w in used if workloads[w] is not None and not _loads(workloads[w])]
+    if not unreadable and not given and not _has_old_traces(record_path):
+        return None
+    migration = Migration(list(workloads), db_files.RecordColumns([], [], [], [], []))
+    args_of: dict[int, str] = {}  # workload -> its first record's argument signature
+    lines: dict[int, list] = {}
+    for line, offset, w in zip(records.line, records.offset, records.workload):
+        record = db_files.read_record_json(record_path, offset)[1]
+        lines[line] = record
+        args_of.setdefault(w, _arg_signature(record[3]))
+    _rebuild_workloads(migration, work_dir, unreadable, args_of, given or {})
+    targets: dict[str, str] = {}
+    for k, (line, w) in enumerate(zip(records.line, records.workload)):
+        trace, _, target, _ = lines[line]
+        try:
+            if migration.workloads[w] is None:
+                raise rules.MigrationError(f"its workload (line {w + 1}) cannot be rebuilt")
+            renamed = rules.trace_needs_migration(trace)
+            if renamed:
+                migration._add(rules.migrate_trace_json(trace)[1])
+            if records.target[k] not in targets:
+                new_target, dropped = rules.migrate_target(target)
+                migration._add(dropped)
+                targets[records.target[k]] = json.dumps(new_target, separators=(",", ":"))
+        except rules.MigrationError as err:
+            migration.skipped[line] = str(err)
+            continue
+        migration.migrated += bool(renamed) or w in unreadable
+        for column, value in zip(migration.records, (line, records.offset[k], w,
+                                                     records.run_secs[k], targets[records.target[k]])):
+            column.append(value)
+    if migration.migrated:
+        warnings.warn(f"{work_dir}: {migration.note}", MsvizWarning, stacklevel=3)
+    if migration.skipped:
+        shown = "; ".join(f"line {line}: {why}" for line, why in
+                          sorted(migration.skipped.items())[:5])
+        warnings.warn(f"{record_path}: skipped {len(migration.skipped)} record(s) that cannot be "
+                      f"migrated to the pinned TVM ({shown})", MsvizWarning, stacklevel=3)
+    return migration
+
+
+def _rebuild_workloads(migration: Migration, work_dir: Path, unreadable: list[int],
+                       args_of: dict[int, str], given: Mapping[int, Any]) -> None:
+    """Replace each unreadable workload line by the pinned TVM's, from ``given`` or the logs."""
+    from msviz.workloads import resolve  # heavy: the catalogue builds TE workloads
+
+    from_logs = _log_workloads(work_dir) if unreadable else []
+    taken: set[int] = set()
+    for w in sorted(set(unreadable) | set(given)):
+        if w in given:
+            mod, renames = resolve(given[w]).mod, [f"workload {w} as given"]
+        else:
+            hit = next((k for k, (sig, _, _) in enumerate(from_logs)
+                        if k not in taken and sig == args_of.get(w)), None)
+            if hit is None:
+                migration.workloads[w] = None
+                continue
+            taken.add(hit)
+            _, mod, renames = from_logs[hit]
+            renames = [f"workload rebuilt from its log's TVMScript: {', '.join(renames)}"]
+        shash, payload = compat.Workload(mod).as_json()
+        old = migration.workloads[w]
+        migration.workloads[w] = db_files.WorkloadLine(old.line if old else w + 1, str(shash),
+                                                        str(payload))
+        migration._add(renames, migration.workload_renames)
+
+
+@dataclass
+class MigrationReport:
+    """What :func:`migrate_work_dir` wrote."""
+
+    work_dir: Path
+    records: int  # records written
+    migrated: int  # of them, rewritten from an older TVM's form
+    renames: list[str]
+    skipped: dict[int, str]  # source record line -> why it was left out
+
+    def __str__(self) -> str:
+        text = (f"{self.work_dir}: {self.records} records written, {self.migrated} migrated"
+                f" ({', '.join(self.renames) or 'nothing to rename'})")
+        for line, why in sorted(self.skipped.items()):
+            text += f"\nskipped record line {line}: {why}"
+        return text
+
+
+def migrate_work_dir(work_dir: str | Path, out_dir: str | Path, *,
+                     workloads: Mapping[int, Any] | None = None) -> MigrationReport:
+    """Write a migrated copy of a work dir that the pinned TVM's ``compile_tir`` accepts.
+
+    The original is only read. Each record is checked by replaying its trace on its workload
+    with the pinned TVM; one that fails is reported and left out. The copy is written to a
+    temporary directory beside ``out_dir`` and renamed into place when complete (``logs/`` are
+    copied as they are; the workloads and records are written by MetaSchedule's JSONDatabase).
+
+    Parameters
+    ----------
+    work_dir : str | Path
+        The work dir to migrate.
+    out_dir : str | Path
+        Where to write the copy; must not exist yet.
+    workloads : mapping, optional
+        Workload line index (0-based) -> workload, for old workloads without a log.
+
+    Returns
+    -------
+    report : MigrationReport
+    """
+    from msviz.records.run import Run  # the reader that migrates on read (same layer)
+
+    src, dst = Path(work_dir), Path(out_dir)
+    if dst.exists():
+        raise WorkDirError(f"{dst} exists: msviz migrate writes a new work dir, pick another path")
+    if not dst.parent.is_dir():
+        raise WorkDirError(f"cannot write {dst}: {dst.parent} is not a directory")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MsvizWarning)  # reported below instead
+        run = Run(src, migrate_workloads=workloads)
+    migration = run.migration
+    skipped = dict(migration.skipped) if migration else {}
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
+    try:
+        database = compat.JSONDatabase(work_dir=str(tmp))
+        committed: dict[int, Any] = {}
+        written = 0
+        for index in range(len(run.trials)):
+            trial = run.trial(index)
+            try:
+                record = trial.record
+                trial.schedule  # noqa: B018 - replays the trace: a record compile_tir can use
+            except Exception as err:
+                text = str(err).strip().splitlines()
+                skipped[int(run.trials.at[index, "line"])] = text[-1] if text else repr(err)
+                continue
+            w = int(run.trials.at[index, "workload"])
+            if w not in committed:
+                committed[w] = database.commit_workload(record.workload.mod)
+            database.commit_tuning_record(compat.TuningRecord(
+                record.trace, committed[w], record.run_secs, record.target, record.args_info))
+            written += 1
+        if (src / "logs").is_dir():
+            shutil.copytree(src / "logs", tmp / "logs")
+        os.replace(tmp, dst)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return MigrationReport(dst, written, migration.migrated if migration else 0,
+                           list(migration.renames) if migration else [], skipped)
