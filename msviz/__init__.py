@@ -18,6 +18,7 @@ from msviz.errors import (
 )
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
+from msviz.records.migrate import migrate_work_dir as migrate
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
 
@@ -36,6 +37,7 @@ __all__ = [
     "compare",
     "dashboard",
     "decision_sites",
+    "migrate",
     "models",
     "open",
     "ray_builder",

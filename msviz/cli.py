@@ -16,6 +16,7 @@ from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
+from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.row import gflops
 from msviz.report import write_report
 from msviz.views import task_table_info
@@ -51,6 +52,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                    for n, r in zip(names, runs, strict=True)})
     print(f"{info.label.replace(' (µs)', '')}, the first run as the baseline:")
     print(summary_frame(info).to_string(na_rep="-", float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    print(migrate_work_dir(args.work_dir, args.output,
+                           workloads=parse_workload_flags(args.workload)))
     return 0
 
 
@@ -304,6 +311,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "the first, trials to get within 5%% of the best, wall time")
     compare.add_argument("work_dirs", nargs="+", metavar="WORK_DIR")
     compare.set_defaults(func=_cmd_compare)
+
+    migrate = sub.add_parser("migrate", help="write a copy of a work dir from a TVM before the "
+                             "s_tir rename (GetBlock...) that this TVM's compile_tir accepts")
+    migrate.add_argument("work_dir")
+    migrate.add_argument("-o", "--output", required=True, help="the new work dir")
+    migrate.add_argument("--workload", action="append", metavar="N=WORKLOAD", default=[],
+                         help="workload line N (0-based) is this catalogue name or TVMScript "
+                         "file (for an old workload without its log)")
+    migrate.set_defaults(func=_cmd_migrate)
 
     devices = sub.add_parser("devices", help="print an RPC tracker's servers and queue")
     devices.add_argument("address", metavar="HOST:PORT", help="the tracker, e.g. 127.0.0.1:9190")

@@ -79,6 +79,7 @@ SCRIPT_RENAMES: tuple[tuple[str, str, str], ...] = (
     (r"\bT\.block_attr\(", "T.sblock_attr(", "T.block_attr -> T.sblock_attr"),
     (r"\bT\.alloc_buffer\(", "T.sblock_alloc_buffer(", "T.alloc_buffer -> T.sblock_alloc_buffer"),
     (r'"tir\.noalias"', '"tirx.noalias"', "tir.noalias -> tirx.noalias"),
+    (r"\bsch\.get_block\(", "sch.get_sblock(", "sch.get_block -> sch.get_sblock"),
     # The pinned TVM stores function attributes as plain booleans (structural hash differs)
     (r'("tirx\.noalias": )T\.bool\((True|False)\)', r"\1\2", "T.bool -> bool"),
 )

@@ -5,17 +5,13 @@ use ``GetBlock`` (TVM <= 0.23) or its workloads cannot be loaded by the pinned T
 :class:`Migration` that stands in for the old files in memory: each workload rebuilt (from the
 TVMScript the per-task log printed, migrated; or from the workload the caller names), each
 record's trace and target rewritten as :mod:`msviz.compat.migrate` says. Records that cannot be
-migrated are left out, with a warning naming their lines. :func:`migrate_work_dir` writes the
-migrated records as a new stock work dir, through the pinned TVM's own ``JSONDatabase``.
+migrated are left out, with a warning naming their lines. :mod:`msviz.records.migrate` writes
+the migrated records as a new stock work dir.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
-import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,11 +20,11 @@ from typing import Any
 
 from msviz import compat
 from msviz.compat import migrate as rules
-from msviz.errors import MsvizWarning, WorkDirError
+from msviz.errors import MsvizWarning
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 
-__all__ = ["Migration", "MigrationReport", "migrate_on_read", "migrate_work_dir"]
+__all__ = ["Migration", "migrate_on_read"]
 
 _OLD_TRACE = b'["GetBlock",'
 
@@ -69,12 +65,14 @@ class Migration:
         return [trace, run_secs, target, args_info]
 
     @property
+    def how(self) -> str:
+        """The rewrites applied, in words (the records', then the workloads')."""
+        return "; ".join(filter(None, [", ".join(self.renames), *self.workload_renames]))
+
+    @property
     def note(self) -> str:
         """The one-line note: how many records were migrated, and how."""
-        how = ", ".join(self.renames)
-        if self.workload_renames:
-            how += ("; " if how else "") + "; ".join(self.workload_renames)
-        return f"{self.migrated} records written by an older TVM were migrated ({how})"
+        return f"{self.migrated} records written by an older TVM were migrated ({self.how})"
 
     def _add(self, renames: list[str], into: list[str] | None = None) -> None:
         into = self.renames if into is None else into
@@ -82,10 +80,13 @@ class Migration:
 
 
 def _has_old_traces(path: Path) -> bool:
-    if not path.is_file() or path.stat().st_size == 0:
+    """Whether the first record's trace uses ``GetBlock``. Every MetaSchedule trace starts by
+    getting a block, and a work dir is written by one TVM (or an old one, then appended to by
+    the pinned one): its first line tells, without scanning 100,000 records."""
+    if not path.is_file():
         return False
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        return buf.find(_OLD_TRACE) >= 0
+    with open(path, "rb") as f:
+        return _OLD_TRACE in f.readline(1 << 20)
 
 
 def _loads(entry: db_files.WorkloadLine) -> bool:
@@ -170,8 +171,8 @@ def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None
             migration.skipped[line] = str(err)
             continue
         migration.migrated += bool(renamed) or w in unreadable
-        for column, value in zip(migration.records, (line, records.offset[k], w,
-                                                     records.run_secs[k], targets[records.target[k]])):
+        kept = (line, records.offset[k], w, records.run_secs[k], targets[records.target[k]])
+        for column, value in zip(migration.records, kept):
             column.append(value)
     if migration.migrated:
         warnings.warn(f"{work_dir}: {migration.note}", MsvizWarning, stacklevel=3)
@@ -207,85 +208,3 @@ def _rebuild_workloads(migration: Migration, work_dir: Path, unreadable: list[in
         migration.workloads[w] = db_files.WorkloadLine(old.line if old else w + 1, str(shash),
                                                         str(payload))
         migration._add(renames, migration.workload_renames)
-
-
-@dataclass
-class MigrationReport:
-    """What :func:`migrate_work_dir` wrote."""
-
-    work_dir: Path
-    records: int  # records written
-    migrated: int  # of them, rewritten from an older TVM's form
-    renames: list[str]
-    skipped: dict[int, str]  # source record line -> why it was left out
-
-    def __str__(self) -> str:
-        text = (f"{self.work_dir}: {self.records} records written, {self.migrated} migrated"
-                f" ({', '.join(self.renames) or 'nothing to rename'})")
-        for line, why in sorted(self.skipped.items()):
-            text += f"\nskipped record line {line}: {why}"
-        return text
-
-
-def migrate_work_dir(work_dir: str | Path, out_dir: str | Path, *,
-                     workloads: Mapping[int, Any] | None = None) -> MigrationReport:
-    """Write a migrated copy of a work dir that the pinned TVM's ``compile_tir`` accepts.
-
-    The original is only read. Each record is checked by replaying its trace on its workload
-    with the pinned TVM; one that fails is reported and left out. The copy is written to a
-    temporary directory beside ``out_dir`` and renamed into place when complete (``logs/`` are
-    copied as they are; the workloads and records are written by MetaSchedule's JSONDatabase).
-
-    Parameters
-    ----------
-    work_dir : str | Path
-        The work dir to migrate.
-    out_dir : str | Path
-        Where to write the copy; must not exist yet.
-    workloads : mapping, optional
-        Workload line index (0-based) -> workload, for old workloads without a log.
-
-    Returns
-    -------
-    report : MigrationReport
-    """
-    from msviz.records.run import Run  # the reader that migrates on read (same layer)
-
-    src, dst = Path(work_dir), Path(out_dir)
-    if dst.exists():
-        raise WorkDirError(f"{dst} exists: msviz migrate writes a new work dir, pick another path")
-    if not dst.parent.is_dir():
-        raise WorkDirError(f"cannot write {dst}: {dst.parent} is not a directory")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MsvizWarning)  # reported below instead
-        run = Run(src, migrate_workloads=workloads)
-    migration = run.migration
-    skipped = dict(migration.skipped) if migration else {}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
-    try:
-        database = compat.JSONDatabase(work_dir=str(tmp))
-        committed: dict[int, Any] = {}
-        written = 0
-        for index in range(len(run.trials)):
-            trial = run.trial(index)
-            try:
-                record = trial.record
-                trial.schedule  # noqa: B018 - replays the trace: a record compile_tir can use
-            except Exception as err:
-                text = str(err).strip().splitlines()
-                skipped[int(run.trials.at[index, "line"])] = text[-1] if text else repr(err)
-                continue
-            w = int(run.trials.at[index, "workload"])
-            if w not in committed:
-                committed[w] = database.commit_workload(record.workload.mod)
-            database.commit_tuning_record(compat.TuningRecord(
-                record.trace, committed[w], record.run_secs, record.target, record.args_info))
-            written += 1
-        if (src / "logs").is_dir():
-            shutil.copytree(src / "logs", tmp / "logs")
-        os.replace(tmp, dst)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return MigrationReport(dst, written, migration.migrated if migration else 0,
-                           list(migration.renames) if migration else [], skipped)

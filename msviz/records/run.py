@@ -18,8 +18,8 @@ from msviz.check.schedule import check_schedule
 from msviz.errors import WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
-from msviz.records.migrated import migrate_on_read
 from msviz.records import row as trial_row
+from msviz.records.migrated import migrate_on_read
 from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
