@@ -190,6 +190,14 @@ class Run:
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
 
+    def infer_design_spaces(self, rules: Any = None) -> pd.Series:
+        """Each trial's design space where the records do not say it (a stock work dir), under
+        the target's default rules, labelled ``design_space_inferred`` in :attr:`trials`
+        (:mod:`msviz.records.inferred_spaces`)."""
+        from msviz.records.inferred_spaces import infer_design_spaces  # heavy: a TuneContext
+
+        return infer_design_spaces(self, rules)
+
     @property
     def migrated(self) -> bool:
         """Whether records written by an older TVM were migrated on read."""
