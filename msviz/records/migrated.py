@@ -12,6 +12,7 @@ the migrated records as a new stock work dir.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -97,12 +98,21 @@ def _loads(entry: db_files.WorkloadLine) -> bool:
     return True
 
 
-def _arg_signature(args_info: Any) -> str:
-    return json.dumps(args_info)
+def _signature(record: list) -> tuple[str, frozenset[str]]:
+    """What ties a record to its workload's TVMScript: the arguments (shapes, dtypes) and the
+    blocks its trace gets by name (two tasks of a model may share their arguments)."""
+    trace, _, _, args_info = record
+    names = {inst[2][0] for inst in trace[0] if isinstance(inst, list) and len(inst) == 4
+             and inst[0] in ("GetBlock", "GetSBlock") and inst[2]}
+    return json.dumps(args_info), frozenset(str(n) for n in names)
 
 
-def _log_workloads(work_dir: Path) -> list[tuple[str, Any, list[str]]]:
-    """(args signature, IRModule, renames) of each per-task log's workload, migrated."""
+_BLOCK_NAME = re.compile(r'T\.s?block\("([^"]+)"\)')
+
+
+def _log_workloads(work_dir: Path) -> list[tuple[str, set[str], Any, list[str]]]:
+    """(args signature, block names, IRModule, renames) of each per-task log's workload,
+    migrated."""
     logs_dir = work_dir / "logs"
     out = []
     if not logs_dir.is_dir():
@@ -117,7 +127,8 @@ def _log_workloads(work_dir: Path) -> list[tuple[str, Any, list[str]]]:
         except Exception:
             continue
         args = [a.as_json() for a in compat.ArgInfo.from_entry_func(mod, remove_preproc=True)]
-        out.append((_arg_signature(compat.to_jsonable(args)), mod, renames))
+        blocks = {"root", *_BLOCK_NAME.findall(text)}
+        out.append((json.dumps(compat.to_jsonable(args)), blocks, mod, renames))
     return out
 
 
@@ -147,19 +158,23 @@ def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None
     if not unreadable and not given and not _has_old_traces(record_path):
         return None
     migration = Migration(list(workloads), db_files.RecordColumns([], [], [], [], []))
-    args_of: dict[int, str] = {}  # workload -> its first record's argument signature
+    signature_of: dict[int, tuple[str, frozenset[str]]] = {}  # workload -> its first record's
     lines: dict[int, list] = {}
     for line, offset, w in zip(records.line, records.offset, records.workload):
         record = db_files.read_record_json(record_path, offset)[1]
         lines[line] = record
-        args_of.setdefault(w, _arg_signature(record[3]))
-    _rebuild_workloads(migration, work_dir, unreadable, args_of, given or {})
+        signature_of.setdefault(w, _signature(record))
+    _rebuild_workloads(migration, work_dir, unreadable, signature_of, given or {})
     targets: dict[str, str] = {}
     for k, (line, w) in enumerate(zip(records.line, records.workload)):
         trace, _, target, _ = lines[line]
         try:
             if migration.workloads[w] is None:
-                raise rules.MigrationError(f"its workload (line {w + 1}) cannot be rebuilt")
+                raise rules.MigrationError(
+                    f"its workload (line {w + 1} of {db_files.WORKLOAD_FILE}) is in an older "
+                    f"TVM's form and no task log prints it: give it as workload {w} (msviz "
+                    f"migrate --workload {w}=NAME_OR_SCRIPT, or Run(..., migrate_workloads="
+                    f"{{{w}: mod}}))")
             renamed = rules.trace_needs_migration(trace)
             if renamed:
                 migration._add(rules.migrate_trace_json(trace)[1])
@@ -185,7 +200,8 @@ def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None
 
 
 def _rebuild_workloads(migration: Migration, work_dir: Path, unreadable: list[int],
-                       args_of: dict[int, str], given: Mapping[int, Any]) -> None:
+                       signature_of: dict[int, tuple[str, frozenset[str]]],
+                       given: Mapping[int, Any]) -> None:
     """Replace each unreadable workload line by the pinned TVM's, from ``given`` or the logs."""
     from msviz.workloads import resolve  # heavy: the catalogue builds TE workloads
 
@@ -195,13 +211,14 @@ def _rebuild_workloads(migration: Migration, work_dir: Path, unreadable: list[in
         if w in given:
             mod, renames = resolve(given[w]).mod, [f"workload {w} as given"]
         else:
-            hit = next((k for k, (sig, _, _) in enumerate(from_logs)
-                        if k not in taken and sig == args_of.get(w)), None)
+            args, names = signature_of.get(w, ("", frozenset()))
+            hit = next((k for k, (sig, blocks, _, _) in enumerate(from_logs)
+                        if k not in taken and sig == args and names <= blocks), None)
             if hit is None:
                 migration.workloads[w] = None
                 continue
             taken.add(hit)
-            _, mod, renames = from_logs[hit]
+            _, _, mod, renames = from_logs[hit]
             renames = [f"workload rebuilt from its log's TVMScript: {', '.join(renames)}"]
         shash, payload = compat.Workload(mod).as_json()
         old = migration.workloads[w]

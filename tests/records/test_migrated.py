@@ -177,3 +177,26 @@ def test_cli_migrate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
                           "GetSBlock, Split attrs +1; workload rebuilt")
     assert cli_main(["migrate", str(OLD), "-o", str(tmp_path / "new")]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+def test_old_workload_without_its_log_is_given_by_name(tmp_path: Path) -> None:
+    work_dir = tmp_path / "old"
+    shutil.copytree(OLD, work_dir)
+    shutil.rmtree(work_dir / "logs")
+    with pytest.warns(MsvizWarning) as caught:
+        run = msviz.open(work_dir)
+    assert len(run.trials) == 0
+    assert [str(w.message) for w in caught] == [
+        f"{work_dir / RECORD_FILE}: skipped 8 record(s) that cannot be migrated to the pinned "
+        "TVM (" + "; ".join(
+            f"line {k}: its workload (line 1 of database_workload.json) is in an older TVM's "
+            "form and no task log prints it: give it as workload 0 (msviz migrate --workload "
+            "0=NAME_OR_SCRIPT, or Run(..., migrate_workloads={0: mod}))" for k in range(1, 6))
+        + ")"]
+    assert cli_main(["migrate", str(work_dir), "-o", str(tmp_path / "new"),
+                     "--workload", "0=GMM-0"]) == 0
+    copy = msviz.open(tmp_path / "new")
+    assert len(copy.trials) == 8
+    _numpy_check(copy.best().mod, compat.make_target({"kind": "llvm", "num-cores": 2}))
+    assert cli_main(["migrate", str(work_dir), "-o", str(tmp_path / "x"), "--workload", "GMM"]) == 2
+    assert not (tmp_path / "x").exists()
