@@ -178,8 +178,8 @@ def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None
             renamed = rules.trace_needs_migration(trace)
             if renamed:
                 migration._add(rules.migrate_trace_json(trace)[1])
-            if records.target[k] not in targets:
-                new_target, dropped = rules.migrate_target(target)
+            if records.target[k] not in targets:  # a record may have no target (null)
+                new_target, dropped = (None, []) if target is None else rules.migrate_target(target)
                 migration._add(dropped)
                 targets[records.target[k]] = json.dumps(new_target, separators=(",", ":"))
         except rules.MigrationError as err:
