@@ -41,7 +41,8 @@ def session_environment(session: Any) -> dict[str, Any]:
     return environment(
         target=s.target, seed=s.seed, preset=s.preset, knobs=vars(s.knobs), rules=s.rules,
         strategy=s.strategy, max_trials=s.max_trials, trials_per_batch=s.trials_per_batch,
-        workload={"name": s.workload.name, "source": workload_source},
+        workload=None if s.model is not None else {"name": s.workload.name,
+                                                   "source": workload_source},
         model=None if s.model is None else {"name": s.model.name, "source": model_source},
         max_trials_per_task=s.max_trials_per_task,
         task_scheduler=s.scheduler.kind, check=s.check,

@@ -143,12 +143,15 @@ def _where(env: dict) -> str:
             f"{host.get('cores')} cores), seed {env.get('seed')}, preset {env.get('preset')}")
 
 
-def first_batch_traces(run: Run, batch: int = 0) -> list[str]:
-    """The traces of a run's trials of ``batch`` (from the sidecar), in record order, as
-    ``"<workload hash> <canonical trace JSON>"`` read from the record file."""
-    rows = run.trials[run.trials["batch"] == batch] if "batch" in run.trials else run.trials[:0]
-    if rows.empty:
+def first_batch_traces(run: Run) -> list[str]:
+    """The traces of a run's first batch, in record order, as ``"<workload hash> <canonical
+    trace JSON>"`` read from the record file. The first batch is the batch (a sidecar column,
+    counted per task) of the first record, of that record's task."""
+    trials = run.trials
+    if "batch" not in trials or trials.empty or pd.isna(trials["batch"].iloc[0]):
         return []
+    first = trials.iloc[0]
+    rows = trials[(trials["workload"] == first["workload"]) & (trials["batch"] == first["batch"])]
     lines = (run.work_dir / db_files.RECORD_FILE).read_bytes().split(b"\n")
     out = []
     for line, workload in zip(rows["line"], rows["workload"], strict=True):
@@ -214,7 +217,7 @@ def redraw_first_batch(run: Run, env: dict, *, timeout: float = 600.0) -> FirstB
     its candidates with the run's first batch."""
     out = FirstBatch(env.get("seed"), bundle=first_batch_traces(run))
     if not out.bundle:
-        out.error = "the bundle's sidecar says which trials were its first batch for none"
+        out.error = "its sidecar marks no trial as the first batch's (batch 0)"
         return out
     tmp = Path(tempfile.mkdtemp(prefix="msviz-reproduce-"))
     try:

@@ -16,8 +16,9 @@ sidecar line ``{"kind": "environment", ...}`` with what it takes to reproduce th
      "task_scheduler": "gradient", "check": "best", "evaluator_config": {...},
      "workload": {"name": "GMM-0", "source": "GMM-0"}, "model": null}
 
-``workload.source`` / ``model.source`` name the catalogue entry the workload or model was built
-from (None for a user's own program). :func:`rules_from_json` rebuilds the :class:`RuleSet`.
+``workload`` is the PrimFunc a session tuned (null for a model), ``model`` the model (null for
+one PrimFunc); their ``source`` names the catalogue entry it was built from (None for a user's
+own program). :func:`rules_from_json` rebuilds the :class:`RuleSet`.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def rules_from_json(data: dict[str, Any]) -> RuleSet:
 
 def environment(*, target: Any, seed: int | None, preset: str, knobs: dict[str, Any],
                 rules: RuleSet, strategy: str, max_trials: int, trials_per_batch: int,
-                workload: dict[str, Any], model: dict[str, Any] | None,
+                workload: dict[str, Any] | None, model: dict[str, Any] | None,
                 **settings: Any) -> dict[str, Any]:
     """The environment of a session, as its sidecar line stores it (see the module's doc).
 
@@ -122,8 +123,9 @@ def environment(*, target: Any, seed: int | None, preset: str, knobs: dict[str, 
         What the session tunes for.
     seed, preset, knobs, rules, strategy, max_trials, trials_per_batch
         The session's settings.
-    workload, model : dict
-        ``{"name": ..., "source": <catalogue name or None>}`` (``model`` None for one PrimFunc).
+    workload, model : dict | None
+        ``{"name": ..., "source": <catalogue name or None>}``: the PrimFunc tuned (None for a
+        model), or the model (None for one PrimFunc).
     **settings
         Further settings to keep (``max_trials_per_task``, ``task_scheduler``, ``check``,
         ``evaluator_config``), JSON-able.
@@ -137,7 +139,8 @@ def environment(*, target: Any, seed: int | None, preset: str, knobs: dict[str, 
         "strategy": strategy, "rules": rules_to_json(rules),
         "max_trials": max_trials, "trials_per_batch": trials_per_batch,
         **compat.to_jsonable(settings),
-        "workload": dict(workload), "model": None if model is None else dict(model),
+        "workload": None if workload is None else dict(workload),
+        "model": None if model is None else dict(model),
     }
 
 
