@@ -94,6 +94,7 @@ def write_bundle(work_dir: str | Path, output: str | Path) -> Path:
             zf.writestr(MANIFEST_FILE, json.dumps(manifest, indent=1))
             for path, name in zip(files, names, strict=True):
                 zf.write(path, name)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's file is private (0600)
         os.replace(tmp, output)
     except BaseException as err:
         with contextlib.suppress(OSError):
@@ -103,6 +104,12 @@ def write_bundle(work_dir: str | Path, output: str | Path) -> Path:
                               f"{err.strerror or err}") from None
         raise
     return output
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def is_bundle(path: str | Path) -> bool:

@@ -5,12 +5,14 @@ tests/engine/test_reproduce.py."""
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from pathlib import Path
 
 import pytest
 
 import msviz
+from msviz.cli import main
 from msviz.errors import BundleError, WorkDirError
 from msviz.records.bundle import extract_bundle, read_manifest, write_bundle
 
@@ -42,6 +44,9 @@ def test_a_bundle_holds_the_work_dir_files_and_a_manifest(work_dir: Path, tmp_pa
             "manifest.json", "work_dir/database_tuning_record.json",
             "work_dir/database_workload.json",
             "work_dir/logs/tvm.meta_schedule.logging.task_0_main.log"]
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # as any file the user writes
     manifest = read_manifest(out)
     assert (manifest["format"], manifest["msviz_version"], manifest["name"]) == (
         1, msviz.__version__, "my-run")
@@ -128,3 +133,15 @@ def test_a_write_that_fails_midway_leaves_the_old_bundle(
         write_bundle(work_dir, out / "run.zip")
     assert [p.name for p in out.iterdir()] == ["run.zip"]  # no temporary file left
     assert (out / "run.zip").read_bytes() == old
+
+
+def test_the_cli_names_a_path_that_is_not_a_bundle(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    assert main(["reproduce", str(text)]) == 2
+    assert capsys.readouterr().err.startswith(f"msviz: error: {text} is neither a MetaSchedule "
+                                              "work dir nor an msviz bundle")
+    assert main(["bundle", str(tmp_path / "nowhere"), "-o", str(tmp_path / "x.zip")]) == 2
+    assert f"{tmp_path / 'nowhere'} is not a MetaSchedule work dir" in capsys.readouterr().err
+    assert not (tmp_path / "x.zip").exists()
