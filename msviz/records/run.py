@@ -16,9 +16,11 @@ import pandas as pd
 from msviz import compat, hooks
 from msviz.check.schedule import check_schedule
 from msviz.errors import WorkDirError
+from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
+from msviz.records.environment import environments
 from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
@@ -161,7 +163,13 @@ class Run:
     end_to_end : dict or None
         The last end-to-end check of a model msviz tuned here (``Session.check_model``):
         ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``, ``error``.
+    environment : dict or None
+        Where an msviz session tuned this run (versions, CPU, target, seed, preset, knobs,
+        rules; see :mod:`msviz.records.environment`): its last ``environment`` sidecar line,
+        None for a stock work dir.
     """
+
+    environment: dict | None = None
 
     def __init__(self, work_dir: str | Path) -> None:
         self.work_dir = Path(work_dir)
@@ -176,6 +184,7 @@ class Run:
             self.trials = self._build_trials(sidecar)
             checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
             self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
+            self.environment = (environments(sidecar) or [None])[-1]
             self._profile_rows = [e for e in sidecar.other if e.get("kind") == "profile"]
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
@@ -496,10 +505,13 @@ def open_work_dir(work_dir: str | Path) -> Run:
     Parameters
     ----------
     work_dir : str | Path
-        A directory written by ``tune_tir``/``tune_tasks`` or by msviz.
+        A directory written by ``tune_tir``/``tune_tasks`` or by msviz, or a bundle of one
+        (``msviz bundle``'s zip: see :mod:`msviz.records.bundle`).
 
     Returns
     -------
     run : Run
     """
+    if bundle_files.is_bundle(work_dir):
+        return bundle_files.open_bundle(work_dir, Run)
     return Run(work_dir)
