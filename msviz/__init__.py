@@ -6,8 +6,10 @@ from msviz import hooks, models, workloads
 from msviz.engine import Session
 from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
+from msviz.engine.reproduce import reproduce
 from msviz.engine.search import search_strategy
 from msviz.errors import (
+    BundleError,
     DecisionError,
     MissingExtraError,
     MsvizError,
@@ -18,11 +20,14 @@ from msviz.errors import (
 )
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
+from msviz.records.bundle import write_bundle as bundle
 from msviz.records.migrate import migrate_work_dir as migrate
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
+from msviz.version import __version__ as __version__
 
 __all__ = [
+    "BundleError",
     "DecisionError",
     "MissingExtraError",
     "MsvizError",
@@ -34,6 +39,7 @@ __all__ = [
     "Trial",
     "WorkDirError",
     "WorkloadError",
+    "bundle",
     "compare",
     "dashboard",
     "decision_sites",
@@ -41,13 +47,13 @@ __all__ = [
     "models",
     "open",
     "ray_builder",
+    "reproduce",
     "rpc",
     "search_strategy",
     "trace_rows",
     "with_decisions",
     "workloads",
 ]
-__version__ = "0.1.0"
 
 
 def dashboard(source: Any, **options: Any) -> Any:

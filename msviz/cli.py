@@ -1,4 +1,5 @@
-"""The ``msviz`` command: ``demo``, ``tune``, ``report``, ``show`` and ``devices``."""
+"""The ``msviz`` command: ``demo``, ``tune``, ``report``, ``show``, ``compare``, ``bundle``,
+``reproduce``, ``migrate`` and ``devices``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from msviz.compat import describe_target
 from msviz.engine import Session
 from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
+from msviz.engine.reproduce import reproduce
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
+from msviz.records.bundle import write_bundle
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.row import gflops
 from msviz.report import write_report
@@ -52,6 +55,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                    for n, r in zip(names, runs, strict=True)})
     print(f"{info.label.replace(' (µs)', '')}, the first run as the baseline:")
     print(summary_frame(info).to_string(na_rep="-", float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def _cmd_bundle(args: argparse.Namespace) -> int:
+    out = write_bundle(args.work_dir, args.output or f"{Path(args.work_dir).resolve()}.zip")
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    print(reproduce(args.bundle, retime=not args.no_retime, redraw=not args.no_redraw))
     return 0
 
 
@@ -320,6 +334,19 @@ def build_parser() -> argparse.ArgumentParser:
                          help="workload line N (0-based) is this catalogue name or TVMScript "
                          "file (for an old workload without its log)")
     migrate.set_defaults(func=_cmd_migrate)
+
+    bundle = sub.add_parser("bundle", help="pack a work dir (database, logs, sidecar with "
+                            "its environment) into one zip that msviz.open reads")
+    bundle.add_argument("work_dir")
+    bundle.add_argument("-o", "--output", help="the zip (default WORK_DIR.zip)")
+    bundle.set_defaults(func=_cmd_bundle)
+
+    again = sub.add_parser("reproduce", help="re-time a bundle's best kernels here, re-draw "
+                           "its first batch with its seed, and say which environment facts differ")
+    again.add_argument("bundle", help="a zip from `msviz bundle` (or an msviz work dir)")
+    again.add_argument("--no-retime", action="store_true", help="skip re-timing the kernels")
+    again.add_argument("--no-redraw", action="store_true", help="skip re-drawing the first batch")
+    again.set_defaults(func=_cmd_reproduce)
 
     devices = sub.add_parser("devices", help="print an RPC tracker's servers and queue")
     devices.add_argument("address", metavar="HOST:PORT", help="the tracker, e.g. 127.0.0.1:9190")

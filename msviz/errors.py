@@ -33,3 +33,8 @@ class MissingExtraError(MsvizError, ImportError):
 
 class RayClusterError(MsvizError, ConnectionError):
     """A Ray cluster could not be started or reached (the message names its address)."""
+
+
+class BundleError(WorkDirError):
+    """A run bundle (``msviz bundle``'s zip) that cannot be written or read: a path that is not
+    a bundle, a corrupt archive, or one written by a newer msviz."""

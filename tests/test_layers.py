@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1] / "msviz"
 #: package root (``msviz``) and the CLI sit on top; ``hooks`` is how ``Session.dashboard()`` and
 #: ``Run.dashboard()`` reach the widgets without importing them.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "hooks"),
+    ("errors", "hooks", "version"),
     ("compat",),
     ("int8_workloads", "workloads"),
     ("models",),

@@ -17,6 +17,7 @@ from typing import Any
 from msviz import compat
 from msviz.check.model import check_model
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
+from msviz.engine.environment import session_environment
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
 from msviz.records.profile import stage_groups
 from msviz.records.sidecar import SidecarWriter
@@ -160,6 +161,7 @@ class Worker:
                 if not self.tuners or not all(t.ready for t in self.tuners):
                     self.shared, self.tuners = self.make_tuners()
             s._live.tuners_ready()
+            self._write_sidecar("environment", session_environment(s))  # msviz reproduce
             loop.use_scheduler(loop.scheduler)  # its warm-up skips tuned tasks
             for task in s.tasks:
                 loop.log(f"Initializing Task #{task.index}: {task.name}")

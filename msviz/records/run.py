@@ -16,9 +16,11 @@ import pandas as pd
 from msviz import compat, hooks
 from msviz.check.schedule import check_schedule
 from msviz.errors import WorkDirError
+from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
+from msviz.records.environment import environments
 from msviz.records.migrated import migrate_on_read
 from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS
@@ -165,9 +167,14 @@ class Run:
     migration : Migration or None
         How records written by a TVM before the ``s_tir`` rename were migrated on read
         (:mod:`msviz.records.migrated`); None when nothing needed it.
+    environment : dict or None
+        Where an msviz session tuned this run (versions, CPU, target, seed, preset, knobs,
+        rules; see :mod:`msviz.records.environment`): its last ``environment`` sidecar line,
+        None for a stock work dir.
     """
 
-    migration: Any = None  # a LiveRun's session writes with the pinned TVM: nothing to migrate
+    environment: dict | None = None
+    migration: Any = None  # a LiveRun's session writes with the pinned TVM
 
     def __init__(self, work_dir: str | Path, *, migrate_workloads: Any = None) -> None:
         self.work_dir = Path(work_dir)
@@ -186,6 +193,7 @@ class Run:
             self.trials = self._build_trials(sidecar)
             checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
             self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
+            self.environment = (environments(sidecar) or [None])[-1]
             self._profile_rows = [e for e in sidecar.other if e.get("kind") == "profile"]
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
@@ -521,10 +529,13 @@ def open_work_dir(work_dir: str | Path) -> Run:
     Parameters
     ----------
     work_dir : str | Path
-        A directory written by ``tune_tir``/``tune_tasks`` or by msviz.
+        A directory written by ``tune_tir``/``tune_tasks`` or by msviz, or a bundle of one
+        (``msviz bundle``'s zip: see :mod:`msviz.records.bundle`).
 
     Returns
     -------
     run : Run
     """
+    if bundle_files.is_bundle(work_dir):
+        return bundle_files.open_bundle(work_dir, Run)
     return Run(work_dir)

@@ -1,0 +1,280 @@
+"""Reproduce a bundled run on this machine: re-time its best kernels, re-draw its first batch.
+
+:func:`reproduce` opens a bundle (``msviz bundle``'s zip) or a work dir an msviz session wrote,
+and
+
+1. builds the best trial of each task and times it here with MetaSchedule's builder and runner
+   (as the session measured it: :class:`~msviz.engine.measure.measurer.Measurer`, the run's
+   evaluator config), next to the latency the bundle holds;
+2. tunes one batch with a new :class:`~msviz.engine.session.Session` made from the bundle's
+   environment (same workload, target, seed, preset and knobs, rules) in a temporary work dir,
+   and compares its candidates' traces with the bundle's first batch;
+3. lists the environment facts (versions, CPU, features) that differ from this machine's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from msviz.engine.environment import session_options
+from msviz.engine.measure.measurer import Measurer
+from msviz.engine.session import Session
+from msviz.errors import MsvizError
+from msviz.records import database as db_files
+from msviz.records.environment import environment_differences, environments, host_facts
+from msviz.records.run import Run, open_work_dir
+from msviz.records.sidecar import read_sidecar
+
+__all__ = ["KERNEL_COLUMNS", "FirstBatch", "Reproduction", "first_batch_traces",
+           "redraw_first_batch", "reproduce", "retime_best"]
+
+#: The columns of :attr:`Reproduction.kernels`.
+KERNEL_COLUMNS = ["task", "trial", "bundle_us", "here_us", "ratio", "error"]
+
+
+@dataclass
+class FirstBatch:
+    """The bundle's first batch against the one re-drawn here with the same seed.
+
+    Attributes
+    ----------
+    seed : int | None
+        The seed both were drawn with.
+    bundle, here : list of str
+        The candidates' traces (canonical JSON, with their workload's hash), in record order.
+    error : str | None
+        Why nothing was re-drawn (e.g. a workload the bundle cannot rebuild).
+    """
+
+    seed: int | None
+    bundle: list[str] = field(default_factory=list)
+    here: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def matching(self) -> int:
+        """Candidates drawn here that the bundle's first batch holds too."""
+        theirs = set(self.bundle)
+        return sum(1 for trace in self.here if trace in theirs)
+
+    @property
+    def same(self) -> bool:
+        """Whether the same candidates were drawn, in the same order."""
+        return self.error is None and bool(self.bundle) and self.bundle == self.here
+
+    def text(self) -> str:
+        if self.error is not None:
+            return f"First batch not re-drawn: {self.error}"
+        verdict = ("the same candidates in the same order" if self.same else
+                   f"{self.matching} of {len(self.here)} re-drawn candidates are in it")
+        return (f"First batch re-drawn with seed {self.seed}: {len(self.here)} candidates here, "
+                f"{len(self.bundle)} in the bundle; {verdict}.")
+
+
+@dataclass
+class Reproduction:
+    """What :func:`reproduce` found; ``str()`` (or :meth:`text`) renders it as the CLI prints it.
+
+    Attributes
+    ----------
+    source : Path
+        The bundle or work dir.
+    environment : dict | None
+        The bundle's environment (its first ``environment`` line: what drew its first batch).
+    kernels : pandas.DataFrame
+        One row per task (:data:`KERNEL_COLUMNS`): its best trial, the bundle's latency and
+        the one measured here (µs), here / bundle, and the error if it could not be timed.
+    first_batch : FirstBatch | None
+        None when not asked for.
+    differences : list of (fact, in bundle, here)
+        Environment facts that differ (see
+        :func:`msviz.records.environment.environment_differences`).
+    """
+
+    source: Path
+    environment: dict | None
+    kernels: pd.DataFrame
+    first_batch: FirstBatch | None
+    differences: list[tuple[str, Any, Any]]
+
+    def text(self) -> str:
+        env = self.environment or {}
+        lines = [f"Bundle {self.source}: " + _where(env)]
+        if len(self.kernels):
+            shown = self.kernels.assign(error=self.kernels["error"].fillna(""))
+            lines += ["", "Best kernels re-timed here (µs; ratio = here / bundle):",
+                      shown.to_string(index=False, na_rep="-",
+                                      float_format=lambda v: f"{v:.4g}")]
+        if self.first_batch is not None:
+            lines += ["", self.first_batch.text()]
+        lines.append("")
+        if not self.environment:
+            lines.append("Environment: the bundle has none (not tuned by an msviz session).")
+        elif not self.differences:
+            lines.append("Environment: versions and CPU are the same here.")
+        else:
+            lines.append("Environment differences (bundle -> here):")
+            for fact, theirs, mine in self.differences:
+                if fact == "CPU features":
+                    lines.append(f"  CPU features: only in the bundle's: "
+                                 f"{' '.join(theirs) or '-'}; only here: {' '.join(mine) or '-'}")
+                else:
+                    lines.append(f"  {fact}: {theirs} -> {mine}")
+        return "\n".join(lines)
+
+    __str__ = text
+
+
+def _where(env: dict) -> str:
+    if not env:
+        return "no environment recorded"
+    versions, host = env.get("versions", {}), env.get("host", {})
+    what = (env.get("model") or {}).get("name") or (env.get("workload") or {}).get("name")
+    return (f"{what}, tuned with msviz {versions.get('msviz')}, TVM {versions.get('tvm')} "
+            f"(LLVM {versions.get('llvm')}) on {host.get('cpu')} ({host.get('mcpu')}, "
+            f"{host.get('cores')} cores), seed {env.get('seed')}, preset {env.get('preset')}")
+
+
+def first_batch_traces(run: Run) -> list[str]:
+    """The traces of a run's first batch, in record order, as ``"<workload hash> <canonical
+    trace JSON>"`` read from the record file. The first batch is the batch (a sidecar column,
+    counted per task) of the first record, of that record's task."""
+    trials = run.trials
+    if "batch" not in trials or trials.empty or pd.isna(trials["batch"].iloc[0]):
+        return []
+    first = trials.iloc[0]
+    rows = trials[(trials["workload"] == first["workload"]) & (trials["batch"] == first["batch"])]
+    lines = (run.work_dir / db_files.RECORD_FILE).read_bytes().split(b"\n")
+    out = []
+    for line, workload in zip(rows["line"], rows["workload"], strict=True):
+        trace = json.loads(lines[int(line) - 1])[1][0]
+        out.append(f"{run.workload_key(int(workload))} {json.dumps(trace, sort_keys=True)}")
+    return out
+
+
+def retime_best(run: Run, evaluator_config: dict | None = None) -> pd.DataFrame:
+    """Build each task's best trial and time it here with MetaSchedule's builder and runner."""
+    rows: list[dict] = []
+    todo = []
+    for task in run.tasks.itertuples():
+        if task.best_trial is None or pd.isna(task.best_trial):
+            continue
+        trial = run.trial(int(task.best_trial))
+        row = {"task": task.task, "trial": trial.index, "bundle_us": trial.latency_us,
+               "here_us": math.nan, "ratio": math.nan, "error": None}
+        try:
+            record = trial.record
+            todo.append((row, trial.mod, record.target, record.args_info))
+        except Exception as err:  # a record this TVM cannot replay: say so in its row
+            row["error"] = f"{type(err).__name__}: {err}".strip().splitlines()[0]
+        rows.append(row)
+    by_target: dict[str, list] = {}
+    for item in todo:  # one builder/runner per target
+        by_target.setdefault(str(item[2]), []).append(item)
+    for items in by_target.values():
+        measurer = Measurer(items[0][2], evaluator_config=evaluator_config)
+        try:
+            built = measurer.build([mod for _, mod, _, _ in items])
+            results = measurer.run(built, [list(args) for *_, args in items])
+            measurer.cleanup(built)
+        finally:
+            measurer.close()
+        for (row, *_), res in zip(items, results, strict=True):
+            if res.error or not res.run_secs:
+                row["error"] = (res.error or "no timing").strip().splitlines()[0]
+                continue
+            row["here_us"] = 1e6 * sum(res.run_secs) / len(res.run_secs)
+            row["ratio"] = row["here_us"] / row["bundle_us"]
+    return pd.DataFrame(rows, columns=KERNEL_COLUMNS)
+
+
+def _workload_of(run: Run, env: dict) -> Any:
+    """What the re-drawn session tunes: the catalogue model or workload the bundle names, else
+    the bundle's own (single) workload."""
+    model = env.get("model")
+    if model is not None:
+        if not model.get("source"):
+            raise MsvizError(f"the model {model.get('name')!r} is not from msviz's catalogue, "
+                             "and a bundle does not carry the model itself")
+        return model["source"]
+    source = (env.get("workload") or {}).get("source")
+    if source:
+        return source
+    workloads = sorted(set(run.trials["workload"]))
+    return run.workload_mod(int(workloads[0]))
+
+
+def redraw_first_batch(run: Run, env: dict, *, timeout: float = 600.0) -> FirstBatch:
+    """Tune one batch in a temporary work dir with a session made from ``env`` and compare
+    its candidates with the run's first batch."""
+    out = FirstBatch(env.get("seed"), bundle=first_batch_traces(run))
+    if not out.bundle:
+        out.error = "its sidecar marks no trial as the first batch's (batch 0)"
+        return out
+    tmp = Path(tempfile.mkdtemp(prefix="msviz-reproduce-"))
+    try:
+        try:
+            session = Session(_workload_of(run, env), work_dir=tmp / "work_dir",
+                              end_to_end_check=False, **session_options(env))
+        except (MsvizError, TypeError, ValueError) as err:
+            out.error = f"cannot make the session again: {err}"
+            return out
+        session.step("batch")
+        state = session.wait(timeout)
+        session.stop()
+        session.wait(timeout)
+        if state not in ("paused", "finished"):
+            out.error = f"the re-drawn session {state}: {session.end_reason}"
+            return out
+        out.here = first_batch_traces(Run(session.work_dir))
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def reproduce(bundle: str | Path, *, retime: bool = True, redraw: bool = True) -> Reproduction:
+    """Re-time a bundled run's best kernels here, re-draw its first batch, compare environments.
+
+    Parameters
+    ----------
+    bundle : str | Path
+        A bundle (``msviz bundle``'s zip) or a work dir an msviz session wrote.
+    retime : bool
+        Build and time each task's best trial here.
+    redraw : bool
+        Tune one batch with the bundle's seed, preset, knobs and rules and compare its
+        candidates with the bundle's first batch (needs the environment an msviz session
+        stores; a model must come from msviz's catalogue).
+
+    Returns
+    -------
+    result : Reproduction
+        ``print(result)`` shows all three.
+    """
+    run = open_work_dir(bundle)
+    envs = _environments(run)
+    first = envs[0] if envs else None
+    config = (first or {}).get("evaluator_config")
+    kernels = retime_best(run, config) if retime else pd.DataFrame(columns=KERNEL_COLUMNS)
+    batch = None
+    if redraw:
+        batch = (redraw_first_batch(run, first) if first is not None else
+                 FirstBatch(None, error="the bundle has no environment (not tuned by an msviz "
+                                        "session): its seed and settings are unknown"))
+    here = host_facts()
+    return Reproduction(Path(bundle), first, kernels, batch,
+                        environment_differences(first, here) if first else [])
+
+
+def _environments(run: Run) -> list[dict]:
+    envs = environments(read_sidecar(run.work_dir))
+    return envs or ([run.environment] if run.environment else [])
+

@@ -1,0 +1,234 @@
+"""A run bundle: one zip of a work dir and its environment, to move a run to another machine.
+
+``msviz bundle WORK_DIR -o run.zip`` (:func:`write_bundle`) packs the stock database files, the
+logs and msviz's sidecar under ``work_dir/`` in the zip, next to a small ``manifest.json``::
+
+    {"format": 1, "msviz_version": "0.1.0", "created": "...", "name": "my-run",
+     "environment": {...the sidecar's last environment line, or null...},
+     "files": ["work_dir/database_workload.json", ...]}
+
+``msviz.open("run.zip")`` (:func:`open_bundle`) extracts it to a temporary directory that lives
+as long as the :class:`~msviz.records.run.Run` (its traces are read lazily from there).
+A bundle written by a newer msviz, or in a newer format, is refused with both versions named.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import weakref
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from msviz.errors import BundleError, WorkDirError
+from msviz.records import database as db_files
+from msviz.records.environment import environments
+from msviz.records.sidecar import SIDECAR_FILE, read_sidecar
+from msviz.version import __version__
+
+__all__ = ["BUNDLE_FORMAT", "MANIFEST_FILE", "is_bundle", "open_bundle", "read_manifest",
+           "write_bundle"]
+
+#: The layout version of the zip; a reader refuses a larger one.
+BUNDLE_FORMAT = 1
+MANIFEST_FILE = "manifest.json"
+#: The folder of the zip that holds the work dir's files.
+WORK_DIR_PREFIX = "work_dir"
+
+
+def _work_dir_files(work_dir: Path) -> list[Path]:
+    """The files of a work dir a bundle carries: the database, the sidecar and the logs."""
+    files = [work_dir / name for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE,
+                                           SIDECAR_FILE)]
+    files = [f for f in files if f.is_file()]
+    logs = work_dir / "logs"
+    if logs.is_dir():
+        files += sorted(p for p in logs.rglob("*") if p.is_file() and not p.is_symlink())
+    return files
+
+
+def write_bundle(work_dir: str | Path, output: str | Path) -> Path:
+    """Pack a work dir (database, logs, sidecar) and its environment into one zip.
+
+    The zip is written next to ``output`` under a temporary name and renamed into place, so
+    ``output`` is either the whole bundle or untouched.
+
+    Parameters
+    ----------
+    work_dir : str | Path
+        A MetaSchedule work dir (msviz's or stock ``tune_tir``'s).
+    output : str | Path
+        The zip to write (replaced if it exists).
+
+    Returns
+    -------
+    path : Path
+        ``output``.
+    """
+    work_dir, output = Path(work_dir), Path(output)
+    if not all((work_dir / n).is_file() for n in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)):
+        raise WorkDirError(f"{work_dir} is not a MetaSchedule work dir: a bundle needs its "
+                           f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE}")
+    if output.is_dir():
+        raise BundleError(f"cannot write the bundle to {output}: it is a directory")
+    envs = environments(read_sidecar(work_dir))
+    files = _work_dir_files(work_dir)
+    names = [f"{WORK_DIR_PREFIX}/{f.relative_to(work_dir).as_posix()}" for f in files]
+    manifest = {"format": BUNDLE_FORMAT, "msviz_version": __version__,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "name": work_dir.resolve().name, "environment": envs[-1] if envs else None,
+                "files": names}
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp",
+                                   dir=output.parent if str(output.parent) else ".")
+    except OSError as err:
+        raise BundleError(f"cannot write the bundle to {output}: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(MANIFEST_FILE, json.dumps(manifest, indent=1))
+            for path, name in zip(files, names, strict=True):
+                zf.write(path, name)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's file is private (0600)
+        os.replace(tmp, output)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise BundleError(f"cannot write the bundle to {output}: "
+                              f"{err.strerror or err}") from None
+        raise
+    return output
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def is_bundle(path: str | Path) -> bool:
+    """True for a path that :func:`open_bundle` should read: a file (a work dir is a folder)."""
+    return Path(path).is_file()
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    """``"0.10.2.dev1"`` -> ``(0, 10, 2)``: release numbers, compared as numbers."""
+    release = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(text))
+    return tuple(int(x) for x in release.group(1).split(".")) if release else ()
+
+
+def _check_readable(path: Path, manifest: dict[str, Any]) -> None:
+    version = str(manifest.get("msviz_version", "?"))
+    fmt = manifest.get("format")
+    newer_format = not isinstance(fmt, int) or fmt > BUNDLE_FORMAT
+    if _version_key(version) > _version_key(__version__) or newer_format:
+        raise BundleError(
+            f"{path} was written by msviz {version} (bundle format {fmt}), newer than this "
+            f"msviz {__version__} (bundle format {BUNDLE_FORMAT}) can read: upgrade msviz "
+            "(pip install -U msviz) to open it")
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The manifest of a bundle (format, msviz version, environment, files), checked: a path
+    that is not a readable bundle, or one from a newer msviz, raises :class:`BundleError`."""
+    path = Path(path)
+    with _open_zip(path) as zf:
+        return _manifest_of(path, zf)
+
+
+@contextlib.contextmanager
+def _open_zip(path: Path) -> Any:
+    if not path.is_file():
+        raise BundleError(f"{path} is not a bundle: "
+                          f"{'it does not exist' if not path.exists() else 'it is not a file'}")
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise BundleError(
+            f"{path} is neither a MetaSchedule work dir nor an msviz bundle (a zip written by "
+            f"`msviz bundle`): {err}") from None
+    with zf:
+        yield zf
+
+
+def _manifest_of(path: Path, zf: zipfile.ZipFile) -> dict[str, Any]:
+    try:
+        manifest = json.loads(zf.read(MANIFEST_FILE))
+    except KeyError:
+        raise BundleError(f"{path} is a zip but not an msviz bundle: it has no "
+                          f"{MANIFEST_FILE}") from None
+    except (ValueError, zipfile.BadZipFile, OSError) as err:
+        raise BundleError(f"{path}: its {MANIFEST_FILE} cannot be read ({err})") from None
+    if not isinstance(manifest, dict):
+        raise BundleError(f"{path}: its {MANIFEST_FILE} is not a JSON object")
+    _check_readable(path, manifest)
+    return manifest
+
+
+def _member_target(root: Path, name: str) -> Path | None:
+    """Where a zip member under ``work_dir/`` goes in ``root`` (None: not a work-dir file, or a
+    name that would escape ``root``)."""
+    parts = PurePosixPath(name).parts
+    if len(parts) < 2 or parts[0] != WORK_DIR_PREFIX or name.endswith("/"):
+        return None
+    if any(p in ("", ".", "..") or "\\" in p or ":" in p for p in parts[1:]):
+        return None
+    return root.joinpath(*parts[1:])
+
+
+def extract_bundle(path: str | Path, into: str | Path) -> tuple[Path, dict[str, Any]]:
+    """Extract a bundle's work dir into a new folder inside ``into`` (named as the bundled work
+    dir); returns that work dir and the manifest."""
+    path = Path(path)
+    with _open_zip(path) as zf:
+        manifest = _manifest_of(path, zf)
+        name = re.sub(r"[^\w.-]", "_", str(manifest.get("name") or "")).strip(".") or "work_dir"
+        work_dir = Path(into) / name
+        work_dir.mkdir(parents=True)
+        member = ""
+        try:
+            for info in zf.infolist():
+                member = info.filename
+                target = _member_target(work_dir, member)
+                if target is None:
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        except (zipfile.BadZipFile, OSError, EOFError) as err:
+            raise BundleError(f"{path} is corrupt: {member} cannot be extracted ({err})") from None
+    missing = [n for n in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
+               if not (work_dir / n).is_file()]
+    if missing:
+        raise BundleError(f"{path} holds no work dir: {', '.join(missing)} missing")
+    return work_dir, manifest
+
+
+def open_bundle(path: str | Path, opener: Any) -> Any:
+    """Open a bundle as a run: its work dir is extracted to a temporary folder that is removed
+    when the returned run is garbage-collected.
+
+    Parameters
+    ----------
+    path : str | Path
+        A zip written by :func:`write_bundle`.
+    opener : callable
+        Makes the run from the extracted work dir (:class:`~msviz.records.run.Run`).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="msviz-bundle-"))
+    try:
+        work_dir, manifest = extract_bundle(path, tmp)
+        run = opener(work_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    weakref.finalize(run, shutil.rmtree, tmp, ignore_errors=True)
+    if run.environment is None and manifest.get("environment"):
+        run.environment = manifest["environment"]
+    return run
