@@ -21,6 +21,7 @@ from msviz.errors import (
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
 from msviz.records.bundle import write_bundle as bundle
+from msviz.records.migrate import migrate_work_dir as migrate
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
 from msviz.version import __version__ as __version__
@@ -42,6 +43,7 @@ __all__ = [
     "compare",
     "dashboard",
     "decision_sites",
+    "migrate",
     "models",
     "open",
     "ray_builder",

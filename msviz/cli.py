@@ -1,5 +1,5 @@
 """The ``msviz`` command: ``demo``, ``tune``, ``report``, ``show``, ``compare``, ``bundle``,
-``reproduce`` and ``devices``."""
+``reproduce``, ``migrate`` and ``devices``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from msviz.engine.reproduce import reproduce
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
 from msviz.records.bundle import write_bundle
+from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.row import gflops
 from msviz.report import write_report
 from msviz.views import task_table_info
@@ -65,6 +66,12 @@ def _cmd_bundle(args: argparse.Namespace) -> int:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     print(reproduce(args.bundle, retime=not args.no_retime, redraw=not args.no_redraw))
+    return 0
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    print(migrate_work_dir(args.work_dir, args.output,
+                           workloads=parse_workload_flags(args.workload)))
     return 0
 
 
@@ -318,6 +325,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "the first, trials to get within 5%% of the best, wall time")
     compare.add_argument("work_dirs", nargs="+", metavar="WORK_DIR")
     compare.set_defaults(func=_cmd_compare)
+
+    migrate = sub.add_parser("migrate", help="write a copy of a work dir from a TVM before the "
+                             "s_tir rename (GetBlock...) that this TVM's compile_tir accepts")
+    migrate.add_argument("work_dir")
+    migrate.add_argument("-o", "--output", required=True, help="the new work dir")
+    migrate.add_argument("--workload", action="append", metavar="N=WORKLOAD", default=[],
+                         help="workload line N (0-based) is this catalogue name or TVMScript "
+                         "file (for an old workload without its log)")
+    migrate.set_defaults(func=_cmd_migrate)
 
     bundle = sub.add_parser("bundle", help="pack a work dir (database, logs, sidecar with "
                             "its environment) into one zip that msviz.open reads")

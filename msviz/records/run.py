@@ -21,6 +21,7 @@ from msviz.records import database as db_files
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.environment import environments
+from msviz.records.migrated import migrate_on_read
 from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
@@ -163,6 +164,9 @@ class Run:
     end_to_end : dict or None
         The last end-to-end check of a model msviz tuned here (``Session.check_model``):
         ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``, ``error``.
+    migration : Migration or None
+        How records written by a TVM before the ``s_tir`` rename were migrated on read
+        (:mod:`msviz.records.migrated`); None when nothing needed it.
     environment : dict or None
         Where an msviz session tuned this run (versions, CPU, target, seed, preset, knobs,
         rules; see :mod:`msviz.records.environment`): its last ``environment`` sidecar line,
@@ -170,8 +174,9 @@ class Run:
     """
 
     environment: dict | None = None
+    migration: Any = None  # a LiveRun's session writes with the pinned TVM
 
-    def __init__(self, work_dir: str | Path) -> None:
+    def __init__(self, work_dir: str | Path, *, migrate_workloads: Any = None) -> None:
         self.work_dir = Path(work_dir)
         self._check_layout()
         with _no_cycle_collection():
@@ -179,6 +184,10 @@ class Run:
             self._records = db_files.read_record_columns(
                 self.work_dir / db_files.RECORD_FILE, len(self._workloads)
             )
+            self.migration = migrate_on_read(self.work_dir, self._workloads, self._records,
+                                             given=migrate_workloads)
+            if self.migration is not None:
+                self._workloads, self._records = self.migration.workloads, self.migration.records
             self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
             sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
             self.trials = self._build_trials(sidecar)
@@ -188,6 +197,19 @@ class Run:
             self._profile_rows = [e for e in sidecar.other if e.get("kind") == "profile"]
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
+
+    def infer_design_spaces(self, rules: Any = None) -> pd.Series:
+        """Each trial's design space where the records do not say it (a stock work dir), under
+        the target's default rules, labelled ``design_space_inferred`` in :attr:`trials`
+        (:mod:`msviz.records.inferred_spaces`)."""
+        from msviz.records.inferred_spaces import infer_design_spaces  # heavy: a TuneContext
+
+        return infer_design_spaces(self, rules)
+
+    @property
+    def migrated(self) -> bool:
+        """Whether records written by an older TVM were migrated on read."""
+        return self.migration is not None and self.migration.migrated > 0
 
     @property
     def profile(self) -> pd.DataFrame:
@@ -420,6 +442,8 @@ class Run:
         entry = self._workload_entry(workload)
         try:
             _, record_json = db_files.read_record_json(path, offset)
+            if self.migration is not None:
+                record_json = self.migration.record_json(record_json)
             workload_obj = compat.Workload.from_json([entry.shash, entry.payload])
             compat.register_intrins_for(record_json)
             return compat.TuningRecord.from_json(record_json, workload_obj)

@@ -77,7 +77,8 @@ FILTER_COLUMNS = ("task", "status", "generation", "batch")
 #: Columns the trials table shows, in order (those missing from a run are left out).
 TABLE_COLUMNS = (
     "trial", "task", "status", "latency_us", "gflops", "generation", "batch",
-    "origin", "predicted_score", "mutator", "design_space", "check", "device", "error",
+    "origin", "predicted_score", "mutator", "design_space", "design_space_inferred", "check",
+    "device", "error",
 )
 
 
