@@ -107,8 +107,8 @@ def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any
         symbol of no task: ``call``, ``calls`` per run, ``us_per_run``), ``hook_us``,
         ``runs``.
     """
-    from tvm import relax  # heavy
     import tvm  # heavy
+    from tvm import relax  # heavy
 
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an int >= 1, got {runs!r}")

@@ -24,8 +24,8 @@ from msviz.check.model_profile import (
 )
 from msviz.errors import MsvizError
 
-__all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_KIND", "PROFILE_RUNS", "last_entry", "model_of_run", "model_profile_of",
-           "run_model_profile"]
+__all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_KIND", "PROFILE_RUNS", "last_entry",
+           "model_of_run", "model_profile_of", "recorded_model_profile", "run_model_profile"]
 
 #: The sidecar kind of a recorded model profile.
 MODEL_PROFILE_KIND = "model_profile"
@@ -66,6 +66,15 @@ def model_profile_of(work_dir: Any, model: Any, tasks: Sequence[Any], target: An
         return model_profile_frame(recorded, threshold)
     return model_profile_frame(profile_model(model, tasks, work_dir, target, runs=runs),
                                threshold)
+
+
+def recorded_model_profile(run: Any) -> pd.DataFrame | None:
+    """The model profile recorded in a run's sidecar as a frame; None when there is none, or
+    when it failed (a view shows nothing rather than compile the model)."""
+    recorded = last_entry(getattr(run, "_sidecar_other", ()), MODEL_PROFILE_KIND)
+    if recorded is None or recorded.get("error"):
+        return None
+    return model_profile_frame(recorded)
 
 
 def run_model_profile(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRESHOLD,
