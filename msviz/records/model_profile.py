@@ -79,7 +79,39 @@ def recorded_model_profile(run: Any) -> pd.DataFrame | None:
 
 def run_model_profile(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRESHOLD,
                       refresh: bool = False, runs: int = PROFILE_RUNS) -> pd.DataFrame:
-    """:meth:`msviz.Run.model_profile` (see there)."""
+    """A run's model profile: the one recorded after tuning, or a fresh one.
+
+    Parameters
+    ----------
+    run : msviz.Run
+        A work dir of a tuned model.
+    model : Model | str | ..., optional
+        The model (anything :func:`msviz.models.load` takes: a catalogue name such as
+        ``"mlp"``, an ``.onnx`` path, a :class:`msviz.models.Model`); needed to profile anew
+        unless the sidecar's ``environment`` line names a catalogue model.
+    threshold : float
+        ``flagged`` is ``ratio > threshold`` (in-model time per call / tuned latency).
+    refresh : bool
+        Build the model with the work dir's database and profile it now, even when a profile
+        is recorded (the new one is not written to the work dir).
+    runs : int
+        Model runs timed when profiling anew.
+
+    Returns
+    -------
+    profile : pandas.DataFrame
+        One row per task in task order: ``task`` (string), ``calls`` (int64, per model run),
+        ``in_model_us`` (median time per call in the model), ``tuned_us`` (the best record's
+        mean run time), ``ratio`` (float64, NaN where a time is missing), ``fallback`` (no
+        successful record: the model ran the untuned kernel), ``flagged`` (bool).
+        ``attrs["other"]`` sums the calls of no task (VM builtins, ...) per symbol.
+
+    Raises
+    ------
+    MsvizError
+        No recorded profile and no model given or named; a PrimFunc's work dir; a work dir
+        holding none of the model's workloads; a recorded profile that failed.
+    """
     entries = run._sidecar_other
     recorded = last_entry(entries, MODEL_PROFILE_KIND)
     if recorded is not None and not refresh:
