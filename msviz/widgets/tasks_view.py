@@ -121,7 +121,9 @@ class TasksView(W.VBox):
         self.end_to_end = W.HTML()
         self.model_profile = W.HTML()
         self.model_profile_plot = figure_widget()
-        self.model_profile_plot.layout.display = "none"  # until there is a profile
+        # hidden until there is a profile (an empty plot says nothing)
+        self.model_profile_box = W.VBox([self.model_profile, self.model_profile_plot],
+                                        layout=W.Layout(display="none"))
         self.profile_info: P.ModelProfileInfo | None = None
         self.error = ErrorArea()
         self.info: V.TasksInfo | None = None
@@ -132,9 +134,8 @@ class TasksView(W.VBox):
         self.focus.observe(self._on_focus, names="value")
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
-        super().__init__([self.focus, self.table, self.end_to_end, self.model_profile,
-                          self.model_profile_plot, self.x_axis, self.latency, self.task_trials,
-                          self.error])
+        super().__init__([self.focus, self.table, self.end_to_end, self.model_profile_box,
+                          self.x_axis, self.latency, self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
         self.update(tasks, trials)
 
@@ -202,6 +203,7 @@ class TasksView(W.VBox):
             if profile.get("error"):
                 self.model_profile.value = ("<div style='color:#b00020'>Model profile: "
                                             f"{html.escape(str(profile.get('error')))}</div>")
+                self.model_profile_box.layout.display = None
                 return
             profile = {k: profile.get(k) for k in ("rows", "other", "hook_us", "runs")}
         if profile is None:
@@ -210,7 +212,7 @@ class TasksView(W.VBox):
             self.profile_info = P.model_profile_info(profile)
             self.model_profile.value = P.model_profile_html(self.profile_info)
             show_figure(self.model_profile_plot, P.model_profile_figure(self.profile_info))
-            self.model_profile_plot.layout.display = None
+            self.model_profile_box.layout.display = None
 
     def _draw_figures(self) -> None:
         info = self.latency_info

@@ -153,3 +153,40 @@ def test_bad_input_says_what(tuned: Any, tmp_path: Path) -> None:
 def test_match_call(symbol: str, task: str | None) -> None:
     names = ["softmax", "fused_matmul2_add1", "fused_matmul1_add_relu", "fused_matmul_add_relu"]
     assert match_call(symbol, names) == task
+
+
+# -- where it is shown: the Tasks tab, the report, msviz show --------------------------------
+
+
+def test_tasks_tab_draws_it(tuned: Any, mlp_tasks: list) -> None:
+    from msviz.widgets import Dashboard
+    from msviz.widgets.tasks_view import TasksView
+
+    names = [t.name for t in mlp_tasks]
+    frame = msviz.open(tuned.work_dir).model_profile()
+    view = Dashboard(msviz.open(tuned.work_dir)).tasks_view
+    live = TasksView()  # a session's events: its model_profile event
+    live.update_from_events(tuned.events.snapshot(), tuned.trials)
+    for tab in (view, live):
+        assert tab.model_profile.value.count("msviz-profile-row") == 4
+        assert tab.model_profile.value.count("msviz-flagged") == int(frame["flagged"].sum())
+        tuned_bars, in_model = tab.model_profile_plot.data
+        assert list(in_model.y) == names
+        assert list(in_model.x) == pytest.approx(list(frame["in_model_us"]))
+        assert list(tuned_bars.x) == pytest.approx(list(frame["tuned_us"]))
+        assert tab.model_profile_box.layout.display is None  # shown
+
+
+def test_report_and_show(tuned: Any, capsys: pytest.CaptureFixture) -> None:
+    from msviz.cli import main
+    from msviz.report import render_report
+
+    frame = msviz.open(tuned.work_dir).model_profile()
+    page = render_report(tuned.work_dir)
+    assert "Kernels in the model vs in tuning" in page
+    assert page.count("msviz-profile-row") == 4
+    assert main(["show", str(tuned.work_dir)]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("Kernels in the model vs in tuning:"):].splitlines()[2:6]
+    assert [line.split()[0] for line in table] == list(frame["task"])
+    assert [f"{v:.3f}" for v in frame["in_model_us"]] == [line.split()[2] for line in table]
