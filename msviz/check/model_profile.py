@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from msviz import compat
-from msviz.check.model import best_record_us, fallback_tasks
+from msviz.check.model import best_record_us, fallback_tasks, timing_runs
 
 __all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "OTHER_COLUMNS", "PROFILE_RUNS",
            "match_call", "model_profile_frame", "profile_built", "profile_executable",
@@ -60,9 +60,11 @@ def match_call(symbol: str, task_names: Iterable[str]) -> str | None:
 
 
 def time_calls(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, runs: int
-               ) -> tuple[dict[str, list[float]], float | None]:
+               ) -> tuple[dict[str, list[float]], float | None, int]:
     """Per symbol, the microseconds of each of its calls over ``runs`` runs of ``func_name``
-    (after a warm-up run), the hook's own cost taken off; and that cost (None: not measured)."""
+    (after a warm-up run; fewer runs when the warm-up says they would take over
+    :data:`~msviz.check.model.TIMING_BUDGET_S`), the hook's own cost taken off; that cost
+    (None: not measured); the runs timed."""
     import tvm  # heavy
 
     sync = dev.dlpack_device_type() != tvm.cpu().dlpack_device_type()
@@ -79,7 +81,9 @@ def time_calls(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, runs
             times[str(symbol)].append((now - started.pop()) / 1e3)
         return 0
 
+    tic = time.perf_counter()
     vm[func_name](*inputs)
+    runs = timing_runs(time.perf_counter() - tic, runs, 1)[0]
     vm.set_instrument(hook)
     try:
         for _ in range(runs):
@@ -91,7 +95,7 @@ def time_calls(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, runs
     if hook_us is not None:
         times = defaultdict(list, {s: [max(0.0, t - hook_us) for t in ts]
                                    for s, ts in times.items()})
-    return dict(times), hook_us
+    return dict(times), hook_us, runs
 
 
 def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any, dev: Any, *,
@@ -114,7 +118,7 @@ def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any
         raise ValueError(f"runs must be an int >= 1, got {runs!r}")
     vm = relax.VirtualMachine(exe, dev)
     inputs = [tvm.runtime.tensor(x, dev) for x in model.random_inputs(seed)]
-    times, hook_us = time_calls(vm, model.func_name, inputs, dev, runs=runs)
+    times, hook_us, runs = time_calls(vm, model.func_name, inputs, dev, runs=runs)
     names = [t.name for t in tasks]
     by_task: dict[str, list[float]] = defaultdict(list)
     other = []
