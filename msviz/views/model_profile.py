@@ -117,13 +117,16 @@ def model_profile_figure(info: ModelProfileInfo) -> Any:
         y=labels, x=[t.tuned_us for t in info.tasks], orientation="h", name="tuned",
         marker={"color": TUNED_COLOR}, hovertemplate="%{y}<br>tuned %{x:.3f} µs<extra></extra>"))
     fig.add_trace(go.Bar(
-        y=labels, x=[t.in_model_us for t in info.tasks], orientation="h", name="in the model",
+        y=labels, x=[t.in_model_us for t in info.tasks], orientation="h",
+        name=f"in the model (red: over {info.threshold:g}x tuned)", cliponaxis=False,
         marker={"color": [FLAGGED_COLOR if t.flagged else IN_MODEL_COLOR for t in info.tasks]},
         text=[_ratio(t.ratio) for t in info.tasks], textposition="outside",
         hovertemplate="%{y}<br>in the model %{x:.3f} µs per call (%{text})<extra></extra>"))
     values = [v for t in info.tasks for v in (t.tuned_us, t.in_model_us) if v is not None]
     if values and min(values) > 0 and max(values) / min(values) > 30:
         fig.update_xaxes(**log_axis(values))  # an untuned kernel can be 100x a tuned one
+    elif values:
+        fig.update_xaxes(range=[0, 1.15 * max(values)])  # room for the ratios at the bars' ends
     return fig
 
 

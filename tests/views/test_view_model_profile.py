@@ -62,6 +62,7 @@ def test_figure_pairs_tuned_and_in_model_bars() -> None:
     assert list(in_model.marker.color) == [IN_MODEL_COLOR, FLAGGED_COLOR, IN_MODEL_COLOR]
     assert list(in_model.text) == ["1.20x", "3.00x", "-"]
     assert fig.layout.title.text == "Kernels in the model vs in tuning"
+    assert fig.layout.xaxis.range == (0, pytest.approx(1.15 * 12.0))  # room for the ratios
 
 
 def test_empty_profile_draws_a_note() -> None:
