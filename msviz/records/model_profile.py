@@ -112,7 +112,7 @@ def run_model_profile(run: Any, model: Any = None, *, threshold: float = DEFAULT
         No recorded profile and no model given or named; a PrimFunc's work dir; a work dir
         holding none of the model's workloads; a recorded profile that failed.
     """
-    entries = run._sidecar_other
+    entries = getattr(run, "_sidecar_other", ())  # a LiveRun reads no sidecar
     recorded = last_entry(entries, MODEL_PROFILE_KIND)
     if recorded is not None and not refresh:
         return model_profile_of(run.work_dir, None, [], None, recorded=recorded,
