@@ -11,7 +11,9 @@ test knobs), then times, on the same work dir:
 * the profile of the check's tuned build (the seconds it adds after tuning), and its share of
   the check;
 
-and prints the profile itself (in-model vs tuned time per task) and what the hook costs.
+and prints the profile itself (in-model vs tuned time per task), what the hook costs, and each
+task's hook-timed time per call against ``time_evaluator`` (C++-timed, warm, 100 runs) of the
+same kernel on the same arguments: what the hook's correction leaves in.
 
     .venv/bin/python benchmarks/model_profile.py [--models mlp resnet-block] [--trials 2]
 """
@@ -64,6 +66,8 @@ def bench(name: str, trials: int, root: Path) -> dict:
     profile = built["data"]
     profile_s = _profile_seconds(model, tasks, session.work_dir, target)
     frame = model_profile_frame(profile)
+    frame["time_evaluator_us"] = frame["task"].map(_time_evaluator_us(model, session.work_dir,
+                                                                      target))
     return {"model": name, "state": state, "tasks": len(tasks), "trials": session.trials_done,
             "tune_s": tune_s, "compile_s": compile_s, "check_s": check_s, "both_s": both_s,
             "profile_s": profile_s, "frame": frame}
@@ -82,6 +86,41 @@ def _profile_seconds(model: object, tasks: list, work_dir: Path, target: object)
     tic = time.perf_counter()
     profile_executable(exe, model, tasks, database, dev)
     return time.perf_counter() - tic
+
+
+def _time_evaluator_us(model: object, work_dir: Path, target: object) -> dict[str, float]:
+    """Per task, ``time_evaluator``'s median time of its kernel on the arguments of its first
+    call in a run of the tuned build."""
+    import tvm
+    from tvm import relax
+
+    from msviz import compat
+
+    database = compat.JSONDatabase(work_dir=str(work_dir))
+    exe = compat.ms.relax_integration.compile_relax(database, model.mod, target, params=None)
+    dev = tvm.device(compat.device_type(target), 0)
+    vm = relax.VirtualMachine(exe, dev)
+    calls: dict = {}
+
+    def grab(_func: object, symbol: str, before: bool, _ret: object, *args: object) -> int:
+        if before and not str(symbol).startswith("vm."):
+            calls.setdefault(str(symbol), args)
+        return 0
+
+    vm.set_instrument(grab)
+    vm[model.func_name](*[tvm.runtime.tensor(x, dev) for x in model.random_inputs(0)])
+    vm.set_instrument(None)
+    lib = exe.jit()
+    out = {}
+    for symbol, args in calls.items():
+        for mod in (lib, *lib.imports):
+            try:
+                timer = mod.time_evaluator(symbol, dev, number=100, repeat=5)
+                out[symbol] = float(timer(*args).median) * 1e6
+                break
+            except Exception:  # the kernel lives in another of the build's modules
+                continue
+    return out
 
 
 def main() -> None:
