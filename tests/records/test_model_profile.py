@@ -141,6 +141,14 @@ def test_bad_input_says_what(tuned: Any, tmp_path: Path) -> None:
     with pytest.raises(SessionStateError, match="one PrimFunc, not a model"):
         make_tiny_session(tmp_path / "gmm").model_profile()
 
+    failed = _copy(tuned, tmp_path / "c")
+    with (failed / SIDECAR_FILE).open("a") as f:  # a profile that failed after tuning
+        f.write(json.dumps({"v": 1, "kind": "model_profile", "rows": [], "other": [],
+                            "hook_us": None, "runs": 10, "error": "RuntimeError: boom"}) + "\n")
+    with pytest.raises(MsvizError, match="failed: RuntimeError: boom; pass refresh=True"):
+        msviz.open(failed).model_profile()
+    assert len(msviz.open(failed).model_profile(model="mlp", refresh=True, runs=1)) == 4
+
 
 @pytest.mark.parametrize(("symbol", "task"), [
     ("fused_matmul_add_relu", "fused_matmul_add_relu"),
