@@ -20,11 +20,13 @@ from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
 from msviz.records.bundle import write_bundle
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
+from msviz.records.model_profile import recorded_model_profile
 from msviz.records.row import gflops
 from msviz.report import write_report
 from msviz.views import task_table_info
 from msviz.views.compare import compare_info, run_names, summary_frame
 from msviz.views.devices import devices_info, devices_text
+from msviz.views.model_profile import model_profile_info, model_profile_text
 from msviz.views.profile import profile_info, profile_table_text
 
 __all__ = ["Progress", "format_task_table", "main"]
@@ -44,6 +46,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
     print(f"\n{len(run.trials)} trials, {len(run.trials) - len(ok)} failed. Fastest:")
     print(ok.nsmallest(args.top, "latency_us")[["task", "trial", "latency_us", "gflops"]]
           .to_string(index=False))
+    profile = recorded_model_profile(run)
+    if profile is not None:
+        print("\nKernels in the model vs in tuning:")
+        print(model_profile_text(model_profile_info(profile)))
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from msviz.compat import describe_target
 from msviz.records import Run, open_work_dir
+from msviz.records.model_profile import recorded_model_profile
 from msviz.views import (
     best_so_far_figure,
     best_so_far_info,
@@ -22,6 +23,11 @@ from msviz.views import (
 from msviz.views import tasks as model_views
 from msviz.views.common import quiet_empty
 from msviz.views.history import SMALL_MULTIPLES_FROM
+from msviz.views.model_profile import (
+    model_profile_figure,
+    model_profile_html,
+    model_profile_info,
+)
 from msviz.views.profile import (
     SOURCES,
     profile_batches_figure,
@@ -102,6 +108,13 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
         plotly_js = False
     if latency.end_to_end is not None:
         parts.append(model_views.end_to_end_html(latency.end_to_end))
+    profile = recorded_model_profile(run)
+    if profile is not None:
+        info_profile = model_profile_info(profile)
+        fig = model_profile_figure(info_profile)
+        fig.update_layout(template="plotly_white")
+        parts += [model_profile_html(info_profile),
+                  pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js)]
     return parts
 
 

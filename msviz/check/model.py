@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +18,24 @@ import numpy as np
 
 from msviz import compat
 
-__all__ = ["check_model", "fallback_tasks"]
+__all__ = ["best_record_us", "check_model", "fallback_tasks"]
+
+
+def best_record_us(database: Any, mod: Any) -> float | None:
+    """Mean run time (µs) of the record ``compile_relax`` picks for workload ``mod`` (the
+    database's top one); None when it has no successful record."""
+    if not database.has_workload(mod):
+        return None
+    top = database.get_top_k(database.commit_workload(mod), 1)
+    secs = [float(s) for s in top[0].run_secs] if top else []
+    if not secs or max(secs) >= compat.FAILED_RUN_SECS:
+        return None
+    return sum(secs) / len(secs) * 1e6
 
 
 def fallback_tasks(database: Any, tasks: list) -> list[str]:
     """Names of the tasks whose workload has no successful record in ``database``."""
-    out = []
-    for task in tasks:
-        mod = task.workload.mod
-        ok = False
-        if database.has_workload(mod):
-            top = database.get_top_k(database.commit_workload(mod), 1)
-            ok = bool(top) and max(float(s) for s in top[0].run_secs) < compat.FAILED_RUN_SECS
-        if not ok:
-            out.append(task.name)
-    return out
+    return [task.name for task in tasks if best_record_us(database, task.workload.mod) is None]
 
 
 #: Seconds the timing of one build may take: a slow build (an untuned BERT runs for seconds on 2
@@ -57,7 +61,8 @@ def _time_us(vm: Any, func: str, args: list, dev: Any, *, number: int, repeat: i
 
 def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, seed: int = 0,
                 number: int = 10, repeat: int = 3, rtol: float = 1e-4,
-                atol: float = 1e-4) -> dict:
+                atol: float = 1e-4, with_tuned: Callable[[Any, Any, Any], None] | None = None
+                ) -> dict:
     """Compile ``model`` with the work dir's database and without, run both, compare and time.
 
     Returns
@@ -67,6 +72,9 @@ def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, s
         ``repeat`` timings of ``number`` runs each, fewer for a build whose first run says they
         would take over :data:`TIMING_BUDGET_S`), ``match`` (:func:`outputs_match`),
         ``max_abs_diff``, ``fallback``, ``error`` (None if it all ran).
+
+    ``with_tuned(exe, database, dev)``, when given, is called with the tuned build once it is
+    timed (the model profile reuses it rather than compile the model again).
     """
     import tvm
     from tvm import relax
@@ -100,6 +108,9 @@ def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, s
             untuned_us=times["untuned"], tuned_us=times["tuned"],
             max_abs_diff=max(diffs, default=0.0),
             match=outputs_match(outs["tuned"], outs["untuned"], rtol=rtol, atol=atol))
+        if with_tuned is not None:
+            step = "profiling the tuned build"
+            with_tuned(tuned, database, dev)
         if data["max_abs_diff"] is not None and not math.isfinite(data["max_abs_diff"]):
             data["max_abs_diff"] = None
     except Exception as err:

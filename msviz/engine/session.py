@@ -31,6 +31,7 @@ from msviz.engine.task_scheduler import scheduler as scheduler_mod
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.worker import Worker
 from msviz.errors import MsvizWarning
+from msviz.records.model_profile import DEFAULT_THRESHOLD, PROFILE_RUNS, model_profile_of
 from msviz.records.profile import profile_frame
 from msviz.records.run import Run
 from msviz.space_generator.intrinsics import untensorized_int8
@@ -141,6 +142,8 @@ class Session:
         self.end_to_end_check = bool(end_to_end_check) and self.model is not None
         #: The last end-to-end check (the ``end_to_end`` event's data), or None.
         self.end_to_end: dict | None = None
+        #: The model profile recorded after the last end-to-end check (its sidecar data).
+        self.model_profile_data: dict | None = None
         self.num_threads = num_threads or compat.host_cores()
         self._measurer_options = {
             "builder": builder, "runner": runner, "builder_timeout": builder_timeout,
@@ -330,6 +333,19 @@ class Session:
             raise SessionStateError(f"{self.name} is one PrimFunc, not a model: there is no "
                                     "end-to-end build to check")
         return self._worker.end_to_end_now()
+
+    def model_profile(self, *, threshold: float = DEFAULT_THRESHOLD, refresh: bool = False,
+                      runs: int = PROFILE_RUNS) -> pd.DataFrame:
+        """The model's time per task inside the model against its tuned latency: the profile
+        taken after tuning, or (``refresh=True`` or none yet) a fresh one, never while a batch
+        is measured. See :meth:`msviz.Run.model_profile`."""
+        if self.model is None:
+            raise SessionStateError(f"{self.name} is one PrimFunc, not a model: there is no "
+                                    "model to profile")
+        with self._worker.measure_lock:
+            return model_profile_of(self.work_dir, self.model, self.tasks, self.target,
+                                    recorded=self.model_profile_data, threshold=threshold,
+                                    refresh=refresh, runs=runs)
 
     # -- results ----------------------------------------------------------------------------------
 

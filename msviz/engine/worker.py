@@ -16,9 +16,11 @@ from typing import Any
 
 from msviz import compat
 from msviz.check.model import check_model
+from msviz.check.model_profile import profile_built
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
 from msviz.engine.environment import session_environment
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
+from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
 from msviz.records.sidecar import SidecarWriter
 from msviz.space_generator.generate import design_spaces_and_warnings
@@ -232,9 +234,16 @@ class Worker:
         """The model's end-to-end check (never during a measurement), kept in the sidecar so
         ``msviz.open(work_dir)`` (its dashboard and report) has it too; emits ``end_to_end``."""
         s = self.session
+        profiled: dict = {}
         with self.measure_lock:
-            data = check_model(s.model, s.tasks, s.work_dir, s.target, seed=s.seed)
+            data = check_model(s.model, s.tasks, s.work_dir, s.target, seed=s.seed,
+                               with_tuned=lambda *built: profiled.update(
+                                   profile_built(s.model, s.tasks, *built, seed=s.seed)))
         s.end_to_end = data
         self._write_sidecar("end_to_end", data)
         s.events.emit("end_to_end", s.name, **data)
+        if profiled:
+            s.model_profile_data = profiled
+            self._write_sidecar(MODEL_PROFILE_KIND, profiled)
+            s.events.emit(MODEL_PROFILE_KIND, s.name, **profiled)
         return data

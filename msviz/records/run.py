@@ -22,6 +22,7 @@ from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.environment import environments
 from msviz.records.migrated import migrate_on_read
+from msviz.records.model_profile import run_model_profile
 from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
@@ -195,6 +196,7 @@ class Run:
             self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
             self.environment = (environments(sidecar) or [None])[-1]
             self._profile_rows = [e for e in sidecar.other if e.get("kind") == "profile"]
+            self._sidecar_other = sidecar.other
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
 
@@ -219,6 +221,13 @@ class Run:
         if self._profile_rows:
             return profile_frame(self._profile_rows)
         return batches_from_logs(self.trials)
+
+    def model_profile(self, model: Any = None, **options: Any) -> pd.DataFrame:
+        """A tuned model's time per task inside the model against its tuned latency, ``flagged``
+        where in-model / tuned > ``threshold``: the profile recorded after tuning, or (with
+        ``refresh=True``, or none recorded) a fresh one. See
+        :func:`msviz.records.model_profile.run_model_profile` for ``model`` and ``options``."""
+        return run_model_profile(self, model, **options)
 
     def _check_layout(self) -> None:
         wd = self.work_dir

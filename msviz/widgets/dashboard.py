@@ -15,6 +15,7 @@ import ipywidgets as W
 import traitlets
 
 from msviz.compat import describe_target
+from msviz.records.model_profile import recorded_model_profile
 from msviz.records.run import Run
 from msviz.views import failure_triage_info
 from msviz.views.tasks import tasks_info
@@ -35,7 +36,8 @@ __all__ = ["Dashboard"]
 
 _REFRESH_KINDS = {"measured", "remeasured", "finished", "stopped", "failed", "started"}
 #: Events that change the Tasks tab (a model's tasks, the scheduler's picks, end to end).
-_MODEL_KINDS = {"tasks", "scheduled", "task_done", "end_to_end", "measured", "remeasured"}
+_MODEL_KINDS = {"tasks", "scheduled", "task_done", "end_to_end", "measured", "remeasured",
+                "model_profile"}
 #: Which buttons each session state enables.
 _ENABLED = {
     "idle": {"start", "step_batch", "step_generation", "stop"},
@@ -119,6 +121,7 @@ class Dashboard(W.VBox):
         self._model = model_events(self.session.events.snapshot() if self.session else ())
         if self._run is not None:  # a work dir read back: its stored end-to-end check
             self._model["end_to_end"] = self._run.end_to_end
+            self._model["model_profile"] = recorded_model_profile(self._run)
         self.selection.observe(self._on_task_focus, names="task")
         self.time_view = TimeView()  # drawn when its tab opens, then live
         self._time_stale = True
@@ -332,7 +335,7 @@ class Dashboard(W.VBox):
 
     def _take_model_events(self, events: list) -> None:
         found = model_events(events)
-        for kind in ("tasks", "scheduled", "end_to_end"):
+        for kind in ("tasks", "scheduled", "end_to_end", "model_profile"):
             if found[kind] is not None:
                 self._model[kind] = found[kind]
         self._model["done"] |= found["done"]
@@ -360,7 +363,8 @@ class Dashboard(W.VBox):
         if tasks is None:
             return
         self.tasks_view.update(tasks, self._trials(), scheduled=model["scheduled"],
-                               end_to_end=model["end_to_end"], done=model["done"])
+                               end_to_end=model["end_to_end"], done=model["done"],
+                               model_profile=model["model_profile"])
 
     def _model_best(self, trials: Any) -> str | None:
         """A model's headline: its estimated latency (sum of weight x best latency), not the

@@ -15,7 +15,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as W
+import pandas as pd
 
+from msviz.views import model_profile as P
 from msviz.views import tasks as V
 from msviz.views.common import quiet_empty
 from msviz.widgets.common import ErrorArea, Selection, figure_widget
@@ -28,12 +30,14 @@ ALL_TASKS = "All tasks"
 
 
 def model_events(events: Iterable[Any]) -> dict[str, Any]:
-    """The model events a Tasks tab draws from: the last ``tasks``, ``scheduled`` and
-    ``end_to_end`` events, and the indexes of tasks a ``task_done`` event ended."""
-    out: dict[str, Any] = {"tasks": None, "scheduled": None, "end_to_end": None, "done": set()}
+    """The model events a Tasks tab draws from: the last ``tasks``, ``scheduled``,
+    ``end_to_end`` and ``model_profile`` events, and the indexes of tasks a ``task_done``
+    event ended."""
+    out: dict[str, Any] = {"tasks": None, "scheduled": None, "end_to_end": None,
+                           "model_profile": None, "done": set()}
     for event in events:
         kind = event.kind
-        if kind in ("tasks", "scheduled", "end_to_end"):
+        if kind in ("tasks", "scheduled", "end_to_end", "model_profile"):
             out[kind] = event
         elif kind == "task_done" and event.get("task_index") is not None:
             out["done"].add(int(event["task_index"]))
@@ -115,27 +119,36 @@ class TasksView(W.VBox):
         self.latency = figure_widget()
         self.task_trials = figure_widget()
         self.end_to_end = W.HTML()
+        self.model_profile = W.HTML()
+        self.model_profile_plot = figure_widget()
+        # hidden until there is a profile (an empty plot says nothing)
+        self.model_profile_box = W.VBox([self.model_profile, self.model_profile_plot],
+                                        layout=W.Layout(display="none"))
+        self.profile_info: P.ModelProfileInfo | None = None
         self.error = ErrorArea()
         self.info: V.TasksInfo | None = None
         self.latency_info: V.ModelLatencyInfo | None = None
         self._data: dict[str, Any] = {"tasks": tasks, "trials": trials, "scheduled": None,
-                                      "end_to_end": None, "done": set()}
+                                      "end_to_end": None, "model_profile": None,
+                                      "done": set()}
         self.focus.observe(self._on_focus, names="value")
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
-        super().__init__([self.focus, self.table, self.end_to_end, self.x_axis, self.latency,
-                          self.task_trials, self.error])
+        super().__init__([self.focus, self.table, self.end_to_end, self.model_profile_box,
+                          self.x_axis, self.latency, self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
         self.update(tasks, trials)
 
     # -- data ------------------------------------------------------------------------------------
 
     def update(self, tasks: Any = None, trials: Any = None, *, scheduled: Any = None,
-               end_to_end: Any = None, done: Iterable[int] = ()) -> None:
-        """Redraw from new data; what is left out (None) keeps its last value."""
+               end_to_end: Any = None, done: Iterable[int] = (),
+               model_profile: Any = None) -> None:
+        """Redraw from new data; what is left out (None) keeps its last value.
+        ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event."""
         data = self._data
         for key, value in (("tasks", tasks), ("trials", trials), ("scheduled", scheduled),
-                           ("end_to_end", end_to_end)):
+                           ("end_to_end", end_to_end), ("model_profile", model_profile)):
             if value is not None:
                 data[key] = value
         data["done"] = set(data["done"]) | set(done)
@@ -160,13 +173,15 @@ class TasksView(W.VBox):
         self._draw_table()
         self.end_to_end.value = V.end_to_end_html(
             None if data["end_to_end"] is None else V.end_to_end_info(data["end_to_end"]))
+        self._draw_model_profile()
         self._draw_figures()
 
     def update_from_events(self, events: Iterable[Any], trials: Any = None) -> None:
         """Redraw from a session's events (all so far, or only the new ones)."""
         found = model_events(events)
         self.update(found["tasks"], trials, scheduled=found["scheduled"],
-                    end_to_end=found["end_to_end"], done=found["done"])
+                    end_to_end=found["end_to_end"], done=found["done"],
+                    model_profile=found["model_profile"])
 
     @property
     def task_count(self) -> int:
@@ -181,6 +196,23 @@ class TasksView(W.VBox):
     def _draw_table(self) -> None:
         if self.info is not None:
             self.table.value = table_html(self.info, focus=self._focused())
+
+    def _draw_model_profile(self) -> None:
+        profile = self._data["model_profile"]
+        if profile is not None and not isinstance(profile, pd.DataFrame):  # an event or its data
+            if profile.get("error"):
+                self.model_profile.value = ("<div style='color:#b00020'>Model profile: "
+                                            f"{html.escape(str(profile.get('error')))}</div>")
+                self.model_profile_box.layout.display = None
+                return
+            profile = {k: profile.get(k) for k in ("rows", "other", "hook_us", "runs")}
+        if profile is None:
+            return
+        with self.error.guard(self, clear=False):
+            self.profile_info = P.model_profile_info(profile)
+            self.model_profile.value = P.model_profile_html(self.profile_info)
+            show_figure(self.model_profile_plot, P.model_profile_figure(self.profile_info))
+            self.model_profile_box.layout.display = None
 
     def _draw_figures(self) -> None:
         info = self.latency_info

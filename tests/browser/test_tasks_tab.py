@@ -110,3 +110,60 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
                 assert bad not in page
     finally:
         (ARTIFACTS / "tab-tasks-survey.json").write_text(json.dumps(report, indent=1))
+
+
+_BARS = """
+const graphs = [...document.querySelectorAll('.msviz-tasks-view .js-plotly-plot')]
+  .filter(g => g.offsetParent);
+return graphs.map(g => ({title: (g.querySelector('.gtitle') || {}).textContent || '',
+                         bars: [...g.querySelectorAll('.barlayer .point path')]
+                           .filter(p => p.getBBox().width > 0).length,
+                         labels: [...g.querySelectorAll('.ytick text')].map(t => t.textContent)}));
+"""
+
+
+def test_tasks_tab_shows_the_model_profile(tmp_path: Path) -> None:
+    """The catalogue MLP tuned briefly: the Tasks tab's model profile (table and bars) is drawn
+    with its numbers; screenshot ``artifacts/tab-tasks-model-profile.png``."""
+    from msviz.engine import Session
+    from tests.engine.conftest import TINY
+
+    session = Session("mlp", work_dir=tmp_path / "wd", max_trials=8,
+                      **{**TINY, "trials_per_batch": 2})
+    session.start()
+    assert session.wait(900) == "finished"
+    frame = msviz.open(session.work_dir).model_profile()
+    cells = ["import msviz\n"
+             f"run = msviz.open({str(session.work_dir)!r})\n"
+             "dash = run.dashboard()\n"
+             "dash"]
+    report: dict = {}
+    try:
+        with lab_notebook(tmp_path, "profile.ipynb", cells, ARTIFACTS,
+                          "tab-tasks-model-profile-failure.png") as driver:
+            _wait(driver, "return document.querySelector('.msviz-dashboard .lm-TabBar-tab')",
+                  timeout=120, what="the dashboard")
+            _open_tab(driver, "Tasks")
+            _wait(driver, "return document.querySelectorAll('.msviz-tasks-view .js-plotly-plot "
+                  ".barlayer .point').length > 0", timeout=60, what="the model profile bars")
+            time.sleep(1.5)
+            driver.execute_script(
+                "document.querySelector('.msviz-model-profile').scrollIntoView()")
+            time.sleep(0.5)
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-model-profile.png"))
+            rows = driver.execute_script(
+                "return [...document.querySelectorAll('.msviz-model-profile tr."
+                "msviz-profile-row')].map(r => [...r.cells].map(c => c.textContent))")
+            graphs = driver.execute_script(_BARS)
+            report.update(rows=rows, graphs=graphs)
+            assert [r[0] for r in rows] == list(frame["task"])
+            assert [r[2] for r in rows] == [f"{v:.3f}" for v in frame["in_model_us"]]
+            assert [r[5] == "loses in place" for r in rows] == list(frame["flagged"])
+            profile = next(g for g in graphs if g["title"] == "Kernels in the model vs in tuning")
+            assert profile["bars"] == 2 * len(frame), graphs  # tuned and in-model, per task
+            assert sorted(profile["labels"]) == sorted(frame["task"]), graphs
+            page = driver.page_source
+            for bad in BAD_TEXT:
+                assert bad not in page
+    finally:
+        (ARTIFACTS / "tab-tasks-model-profile.json").write_text(json.dumps(report, indent=1))

@@ -1,0 +1,166 @@
+"""The model profile view: each task's time per call inside the compiled model against its
+tuned latency, the tasks that lose in place (``flagged``) and those that fell back to an untuned
+kernel, as an info, a plotly bar chart, an HTML table (Tasks tab, report) and text (``msviz
+show``).
+
+Fed from ``Run.model_profile()`` / ``Session.model_profile()`` (a frame) or from a session's
+``model_profile`` event (its data, made a frame with the same threshold).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from msviz.check.model_profile import DEFAULT_THRESHOLD, model_profile_frame
+from msviz.views.common import log_axis, note_figure
+
+__all__ = ["ModelProfileInfo", "ProfiledTask", "model_profile_figure", "model_profile_html",
+           "model_profile_info", "model_profile_text"]
+
+#: Colours of the bars: tuned, in model, in model and flagged.
+TUNED_COLOR, IN_MODEL_COLOR, FLAGGED_COLOR = "#9aa0a6", "#1a73e8", "#d93025"
+
+
+class ProfiledTask(NamedTuple):
+    """One task of a model profile (None where there is no number)."""
+
+    task: str
+    calls: int  # calls per model run
+    in_model_us: float | None  # median time per call inside the model
+    tuned_us: float | None  # the task's best latency in tuning
+    ratio: float | None  # in_model_us / tuned_us
+    fallback: bool  # no successful record: the model ran its untuned kernel
+    flagged: bool  # ratio over the threshold
+
+
+class ModelProfileInfo(NamedTuple):
+    """A model profile in the order of the tasks."""
+
+    tasks: tuple[ProfiledTask, ...]
+    threshold: float
+    flagged: tuple[str, ...]
+    fallback: tuple[str, ...]
+    tasks_us: float  # per model run: calls x in-model time, summed over the tasks
+    other_us: float  # per model run: the calls of no task (VM builtins, ...)
+    hook_us: float | None  # the timing hook's own cost taken off each call (None: not)
+    runs: int | None  # model runs timed
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def model_profile_info(profile: pd.DataFrame | Mapping, *,
+                       threshold: float | None = None) -> ModelProfileInfo:
+    """The info of a model profile frame, or of a ``model_profile`` event's data (flagged at
+    ``threshold``, default :data:`~msviz.check.model_profile.DEFAULT_THRESHOLD`)."""
+    if isinstance(profile, Mapping):
+        profile = model_profile_frame(dict(profile), threshold or DEFAULT_THRESHOLD)
+    elif threshold is not None:
+        profile = profile.assign(flagged=(profile["ratio"] > threshold).astype("bool"))
+    tasks = tuple(
+        ProfiledTask(str(r.task), int(r.calls), _number(r.in_model_us), _number(r.tuned_us),
+                     _number(r.ratio), bool(r.fallback), bool(r.flagged))
+        for r in profile.itertuples(index=False))
+    other = profile.attrs.get("other")
+    return ModelProfileInfo(
+        tasks=tasks,
+        threshold=float(threshold or profile.attrs.get("threshold", DEFAULT_THRESHOLD)),
+        flagged=tuple(t.task for t in tasks if t.flagged),
+        fallback=tuple(t.task for t in tasks if t.fallback),
+        tasks_us=sum(t.calls * t.in_model_us for t in tasks if t.in_model_us is not None),
+        other_us=0.0 if other is None else float(other["us_per_run"].sum()),
+        hook_us=_number(profile.attrs.get("hook_us")),
+        runs=profile.attrs.get("runs"))
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _summary(info: ModelProfileInfo) -> str:
+    parts = [f"{len(info.flagged)} of {len(info.tasks)} tasks over {info.threshold:g}x their "
+             "tuned latency"]
+    if info.fallback:
+        parts.append(f"untuned (no record): {', '.join(info.fallback)}")
+    parts.append(f"tasks {info.tasks_us:.3f} µs and other calls {info.other_us:.3f} µs per run")
+    how = f"median per call over {info.runs} runs" if info.runs else "median per call"
+    if info.hook_us is not None:
+        how += f", timing hook's {info.hook_us:.3f} µs taken off"
+    return f"{'; '.join(parts)} ({how})"
+
+
+def model_profile_figure(info: ModelProfileInfo) -> Any:
+    """Per task, its tuned latency and its time per call in the model as paired horizontal
+    bars; flagged tasks' in-model bars red, fallen-back tasks named so on their axis label."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(layout={
+        "title": "Kernels in the model vs in tuning", "barmode": "group",
+        "height": 120 + 40 * max(1, len(info.tasks)),
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 45},
+        "xaxis": {"title": "µs per call"},
+        "yaxis": {"autorange": "reversed", "automargin": True},
+        "legend": {"orientation": "h", "y": -0.25}})
+    if not info.tasks:
+        return note_figure(fig, "no model profile")
+    labels = [f"{t.task} (untuned)" if t.fallback else t.task for t in info.tasks]
+    fig.add_trace(go.Bar(
+        y=labels, x=[t.tuned_us for t in info.tasks], orientation="h", name="tuned",
+        marker={"color": TUNED_COLOR}, hovertemplate="%{y}<br>tuned %{x:.3f} µs<extra></extra>"))
+    fig.add_trace(go.Bar(
+        y=labels, x=[t.in_model_us for t in info.tasks], orientation="h",
+        name=f"in the model (red: over {info.threshold:g}x tuned)", cliponaxis=False,
+        marker={"color": [FLAGGED_COLOR if t.flagged else IN_MODEL_COLOR for t in info.tasks]},
+        text=[_ratio(t.ratio) for t in info.tasks], textposition="outside",
+        hovertemplate="%{y}<br>in the model %{x:.3f} µs per call (%{text})<extra></extra>"))
+    values = [v for t in info.tasks for v in (t.tuned_us, t.in_model_us) if v is not None]
+    if values and min(values) > 0 and max(values) / min(values) > 30:
+        fig.update_xaxes(**log_axis(values))  # an untuned kernel can be 100x a tuned one
+    elif values:
+        fig.update_xaxes(range=[0, 1.15 * max(values)])  # room for the ratios at the bars' ends
+    return fig
+
+
+def model_profile_html(info: ModelProfileInfo | None) -> str:
+    """The profile as an HTML table, flagged rows tinted red, fallen-back ones marked ("" when
+    there is no profile)."""
+    if info is None:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("Task", "Calls", "In model (µs/call)",
+                                             "Tuned (µs)", "Ratio", ""))
+    rows = []
+    for t in info.tasks:
+        mark = "untuned (fallback)" if t.fallback else ("loses in place" if t.flagged else "")
+        style = " style='background:#fce8e6'" if t.flagged else (
+            " style='color:#b06000'" if t.fallback else "")
+        classes = "msviz-profile-row" + (" msviz-flagged" if t.flagged else "") + (
+            " msviz-fallback" if t.fallback else "")
+        rows.append(f"<tr class='{classes}'{style}><td style='text-align:left'>"
+                    f"{html.escape(t.task)}</td><td>{t.calls}</td><td>{_us(t.in_model_us)}</td>"
+                    f"<td>{_us(t.tuned_us)}</td><td>{_ratio(t.ratio)}</td><td>{mark}</td></tr>")
+    return ("<div class='msviz-model-profile'><b>Kernels in the model vs in tuning</b>"
+            "<table style='border-collapse:collapse;font-size:12px'>"
+            "<style>.msviz-model-profile td,.msviz-model-profile th{border:1px solid #ddd;"
+            "padding:2px 6px;text-align:right}</style>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<div>{html.escape(_summary(info))}</div></div>")
+
+
+def model_profile_text(info: ModelProfileInfo) -> str:
+    """The profile as a plain-text table and its summary line (``msviz show``)."""
+    frame = pd.DataFrame(
+        [(t.task, t.calls, _us(t.in_model_us), _us(t.tuned_us), _ratio(t.ratio),
+          "fallback" if t.fallback else "", "FLAGGED" if t.flagged else "")
+         for t in info.tasks],
+        columns=["task", "calls", "in_model_us", "tuned_us", "ratio", "fallback", "flagged"])
+    return f"{frame.to_string(index=False)}\n{_summary(info)}"
+
