@@ -15,8 +15,11 @@ from msviz.errors import (
     RayClusterError,
     WorkDirError,
     WorkloadError,
+    WriteError,
 )
 from msviz.records import Run, Trial
+from msviz.records.many import open_many
+from msviz.records.merge import database, merge
 from msviz.records import open_work_dir as open
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
@@ -33,11 +36,15 @@ __all__ = [
     "Trial",
     "WorkDirError",
     "WorkloadError",
+    "WriteError",
     "compare",
     "dashboard",
+    "database",
     "decision_sites",
+    "merge",
     "models",
     "open",
+    "open_many",
     "ray_builder",
     "rpc",
     "search_strategy",

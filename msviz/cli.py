@@ -16,6 +16,7 @@ from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
+from msviz.records.merge import merge_text
 from msviz.records.row import gflops
 from msviz.report import write_report
 from msviz.views import task_table_info
@@ -40,6 +41,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
     print(f"\n{len(run.trials)} trials, {len(run.trials) - len(ok)} failed. Fastest:")
     print(ok.nsmallest(args.top, "latency_us")[["task", "trial", "latency_us", "gflops"]]
           .to_string(index=False))
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    path = msviz.open(args.work_dir).export(args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    result = msviz.merge(args.work_dirs, args.output, target=args.target)
+    print(merge_text(result))
     return 0
 
 
@@ -304,6 +317,21 @@ def build_parser() -> argparse.ArgumentParser:
                              "the first, trials to get within 5%% of the best, wall time")
     compare.add_argument("work_dirs", nargs="+", metavar="WORK_DIR")
     compare.set_defaults(func=_cmd_compare)
+
+    export = sub.add_parser("export", help="write a work dir's trials (typed, tasks joined) as "
+                            "Parquet (needs msviz[parquet]) or CSV")
+    export.add_argument("work_dir")
+    export.add_argument("-o", "--output", help="FILE.parquet or FILE.csv (default "
+                        "WORK_DIR/trials.parquet; .csv when pyarrow is missing)")
+    export.set_defaults(func=_cmd_export)
+
+    merge = sub.add_parser("merge", help="merge work dirs into one stock work dir, keeping each "
+                           "record's target, dropping exact duplicates")
+    merge.add_argument("work_dirs", nargs="+", metavar="WORK_DIR")
+    merge.add_argument("-o", "--output", required=True, help="the merged work dir (new)")
+    merge.add_argument("--target", help="keep only this target's records (llvm: this machine's "
+                       "CPU, or a JSON dict as the records hold it)")
+    merge.set_defaults(func=_cmd_merge)
 
     devices = sub.add_parser("devices", help="print an RPC tracker's servers and queue")
     devices.add_argument("address", metavar="HOST:PORT", help="the tracker, e.g. 127.0.0.1:9190")

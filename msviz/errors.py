@@ -33,3 +33,8 @@ class MissingExtraError(MsvizError, ImportError):
 
 class RayClusterError(MsvizError, ConnectionError):
     """A Ray cluster could not be started or reached (the message names its address)."""
+
+
+class WriteError(MsvizError, OSError):
+    """A file or work dir msviz was asked to write cannot be written (the message names it);
+    nothing half-written is left behind."""

@@ -17,6 +17,7 @@ from msviz import compat, hooks
 from msviz.check.schedule import check_schedule
 from msviz.errors import WorkDirError
 from msviz.records import database as db_files
+from msviz.records import export as trial_export
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.profile import batches_from_logs, profile_frame
@@ -24,8 +25,8 @@ from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
 from msviz.workloads import flop_count
 
-__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir",
-           "tasks_frame"]
+__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "check_work_dir",
+           "open_work_dir", "tasks_frame"]
 
 @dataclass
 class Trial:
@@ -190,20 +191,7 @@ class Run:
         return batches_from_logs(self.trials)
 
     def _check_layout(self) -> None:
-        wd = self.work_dir
-        missing = [
-            name
-            for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
-            if not (wd / name).is_file()
-        ]
-        if not wd.is_dir() or missing:
-            what = "does not exist" if not wd.exists() else (
-                "is not a directory" if not wd.is_dir() else f"lacks {', '.join(missing)}"
-            )
-            raise WorkDirError(
-                f"{wd} is not a MetaSchedule work dir: it {what}. A work dir must contain "
-                f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE} (and usually logs/)"
-            )
+        check_work_dir(self.work_dir)
 
     # -- names, FLOPs and error texts from the logs -------------------------------------------
 
@@ -420,6 +408,21 @@ class Run:
                 f"{str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
             ) from None
 
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the trials (typed, task columns joined) as Parquet; needs ``msviz[parquet]``.
+        See :mod:`msviz.records.export`."""
+        return trial_export.to_parquet(self, path)
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the trials as CSV (list columns as JSON text). See :mod:`msviz.records.export`."""
+        return trial_export.to_csv(self, path)
+
+    def export(self, path: str | Path | None = None) -> Path:
+        """Write the trials as Parquet or CSV by ``path``'s suffix (default
+        ``WORK_DIR/trials.parquet``; CSV when pyarrow is missing). See
+        :func:`msviz.records.export.export`."""
+        return trial_export.export(self, path)
+
     def dashboard(self) -> Any:
         """A notebook dashboard of this run (trials table, plots, trace and code views); the same
         as ``msviz.dashboard(run)``."""
@@ -488,6 +491,24 @@ def tasks_frame(trials: pd.DataFrame, names: dict[int, str], flops: dict[int, fl
             row["index"] = next(spare)
     rows.sort(key=lambda r: r["index"])
     return pd.DataFrame(rows, columns=TASK_COLUMNS)
+
+
+def check_work_dir(work_dir: str | Path) -> None:
+    """Raise :class:`WorkDirError` unless ``work_dir`` holds both database files."""
+    wd = Path(work_dir)
+    missing = [
+        name
+        for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
+        if not (wd / name).is_file()
+    ]
+    if not wd.is_dir() or missing:
+        what = "does not exist" if not wd.exists() else (
+            "is not a directory" if not wd.is_dir() else f"lacks {', '.join(missing)}"
+        )
+        raise WorkDirError(
+            f"{wd} is not a MetaSchedule work dir: it {what}. A work dir must contain "
+            f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE} (and usually logs/)"
+        )
 
 
 def open_work_dir(work_dir: str | Path) -> Run:

@@ -1,0 +1,321 @@
+"""Merging work dirs by target, and a stock database of one target's records.
+
+MetaSchedule's databases ignore the target when they are queried: ``Database.QueryTuningRecord``
+(``src/s_tir/meta_schedule/database/database.cc``) returns ``GetTopK(workload, 1)``, the fastest
+record of the workload whatever its target, and ``compile_tir`` / ``compile_relax`` (through
+``MetaScheduleApplyDatabase``) query that way. So a work dir that holds the records of two
+targets gives both targets the faster one. msviz therefore
+
+* merges work dirs into one stock work dir that keeps each record's target
+  (:func:`merge`; with ``target=`` it keeps that target's records only, a dir stock
+  ``JSONDatabase`` can compile from directly), and
+* opens a work dir as a stock in-memory database of one target's records
+  (:func:`database`), to pass to ``compile_tir`` / ``compile_relax``.
+
+Records are read line by line; one whose workload, target or trace cannot be read is reported
+(a warning naming the file and lines) and skipped, never merged blindly: stock
+``JSONDatabase`` refuses a whole file for one bad line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from msviz import compat
+from msviz.errors import MsvizWarning, TargetError, WriteError
+from msviz.records import database as db_files
+from msviz.records.run import Run, check_work_dir
+from msviz.records.targets import record_target, same_target
+
+__all__ = ["MergeResult", "database", "merge", "merge_text"]
+
+
+class MergeResult(NamedTuple):
+    """What :func:`merge` wrote.
+
+    Attributes
+    ----------
+    work_dir : Path
+        The merged work dir.
+    workloads, records : int
+        Lines written to its workload and tuning-record files.
+    duplicates : int
+        Records dropped as exact duplicates (same workload, trace, target and run_secs).
+    other_target : int
+        Records left out because their target is not the one asked for.
+    skipped : tuple of str
+        The records that could not be read (``"FILE line N: why"``), also warned about.
+    targets : dict[str, int]
+        Records written per target (TVM's text of the target).
+    """
+
+    work_dir: Path
+    workloads: int
+    records: int
+    duplicates: int
+    other_target: int
+    skipped: tuple[str, ...]
+    targets: dict[str, int]
+
+
+class _Record(NamedTuple):
+    """A readable record of a source work dir."""
+
+    shash: int  # the workload's structural hash, recomputed as JSONDatabase does on load
+    body: list  # [trace, run_secs, target, args_info], as the file holds it
+    record: Any  # the stock TuningRecord
+
+
+class _Source(NamedTuple):
+    workloads: list[tuple[int, Any, str] | None]  # (shash, Workload, payload) per workload line
+    records: list[_Record]
+
+
+def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> _Source:
+    """Every readable workload and record of a work dir; the rest goes into ``skipped``."""
+    wl_path, rec_path = work_dir / db_files.WORKLOAD_FILE, work_dir / db_files.RECORD_FILE
+    workloads: list[tuple[int, Any, str] | None] = []
+    for entry in db_files.read_workloads(wl_path):  # warns about torn lines itself
+        if entry is None:
+            workloads.append(None)
+            continue
+        try:
+            workload = compat.Workload.from_json([entry.shash, entry.payload])
+            workloads.append((int(compat.structural_hash(workload.mod)), workload, entry.payload))
+        except Exception as err:  # TVM's own error types: a payload it cannot load
+            workloads.append(None)
+            skipped.setdefault((wl_path, f"workload cannot be read ({_last_line(err)})"),
+                               []).append(entry.line)
+    records = []
+    with open(rec_path, encoding="utf-8", errors="replace") as f:
+        for number, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            record, why = _read_record(text, workloads)
+            if record is None:
+                skipped.setdefault((rec_path, why), []).append(number)
+            else:
+                records.append(record)
+    return _Source(workloads, records)
+
+
+def _read_record(text: str, workloads: list) -> tuple[_Record | None, str]:
+    try:
+        index, body = json.loads(text)
+        trace, run_secs, target, args_info = body
+        if not isinstance(index, int) or not isinstance(trace, list):
+            raise ValueError
+    except (ValueError, TypeError):
+        return None, "not a tuning record (torn or corrupt line)"
+    if not 0 <= index < len(workloads) or workloads[index] is None:
+        return None, "its workload cannot be read"
+    shash, workload, _ = workloads[index]
+    try:
+        compat.target_from_json(target)
+    except Exception as err:  # TVM's own error types: unknown kind or attribute
+        return None, f"its target cannot be read ({_last_line(err)})"
+    try:
+        compat.register_intrins_for(body)
+        record = compat.TuningRecord.from_json(body, workload)
+    except Exception as err:  # TVM's own error types: a trace it cannot replay
+        return None, f"its trace cannot be read ({_last_line(err)})"
+    return _Record(shash, body, record), ""
+
+
+def _last_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[-1] if lines else type(err).__name__
+
+
+def _report(skipped: dict[tuple[Path, str], list[int]]) -> tuple[str, ...]:
+    out = []
+    for (path, why), lines in skipped.items():
+        shown = ", ".join(map(str, lines[:20])) + (" ..." if len(lines) > 20 else "")
+        text = f"{path} line {shown}: {why}"
+        warnings.warn(f"skipped {len(lines)} record(s): {text}", MsvizWarning, stacklevel=3)
+        out.append(text)
+    return tuple(out)
+
+
+def _task_names(work_dir: Path, source: _Source) -> dict[str, int]:
+    """Task name -> workload hash of a work dir (names from its logs, as ``Run`` reads them)."""
+    with warnings.catch_warnings():  # the same torn lines are reported by the merge
+        warnings.simplefilter("ignore", MsvizWarning)
+        tasks = Run(work_dir).tasks
+    out = {}
+    for name, w in zip(tasks["task"], tasks["workload"], strict=True):
+        entry = source.workloads[int(w)]
+        if entry is not None:
+            out[str(name)] = entry[0]
+    return out
+
+
+def _check_output(out: Path) -> None:
+    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+        raise WriteError(f"cannot merge into {out}: it exists and is not an empty directory "
+                         "(name a new directory)")
+
+
+def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = None
+          ) -> MergeResult:
+    """Merge work dirs into one stock work dir, keeping each record's target.
+
+    Workloads are merged by structural hash (one task name used for two different workloads
+    in two work dirs stays two workloads, with a warning); exact duplicate records (same
+    workload, trace, target and run_secs) are written once; a record whose workload, target or
+    trace cannot be read is skipped with a warning naming its file and line.
+
+    Stock ``compile_tir`` on the merged dir picks the fastest record of any target: compile
+    from ``msviz.database(merged, target=...)``, or merge with ``target=``.
+
+    Parameters
+    ----------
+    work_dirs : iterable of str or Path
+        The work dirs, in order (records keep their order within and across them).
+    out : str | Path
+        A new directory (or an empty one); written under a temporary name, then renamed.
+    target : str | dict | tvm.target.Target, optional
+        Keep only the records of this target (structurally equal Targets; ``"llvm"`` is this
+        machine's CPU, as everywhere in msviz).
+
+    Returns
+    -------
+    result : MergeResult
+
+    Raises
+    ------
+    msviz.errors.WorkDirError
+        When a source is not a work dir.
+    msviz.errors.WriteError
+        When ``out`` exists (not empty) or cannot be written; nothing is left behind.
+    """
+    sources = [Path(d) for d in work_dirs]
+    if not sources:
+        raise ValueError("merge needs at least one work dir")
+    out = Path(out)
+    _check_output(out)
+    want = None if target is None else record_target(target)
+    skipped: dict[tuple[Path, str], list[int]] = {}
+    workload_index: dict[int, int] = {}
+    workload_lines: list[str] = []
+    record_lines: list[str] = []
+    seen: set[tuple] = set()
+    named: dict[str, tuple[int, Path]] = {}
+    duplicates = other = 0
+    targets: dict[str, int] = {}
+    for work_dir in sources:
+        source = _read_source(work_dir, skipped)
+        for name, shash in _task_names(work_dir, source).items():
+            first = named.setdefault(name, (shash, work_dir))
+            if first[0] != shash:
+                warnings.warn(
+                    f"task {name!r} is a different workload in {first[1]} and {work_dir} "
+                    f"(structural hash {first[0]} and {shash}): kept apart by structural hash",
+                    MsvizWarning, stacklevel=2)
+        for rec in source.records:
+            if want is not None and not same_target(rec.record.target, want):
+                other += 1
+                continue
+            trace, run_secs, target_json, _ = rec.body
+            text = str(rec.record.target)
+            key = (rec.shash, json.dumps(trace), text,
+                   None if run_secs is None else tuple(run_secs))
+            if key in seen:
+                duplicates += 1
+                continue
+            seen.add(key)
+            if rec.shash not in workload_index:
+                workload_index[rec.shash] = len(workload_lines)
+                payload = next(w[2] for w in source.workloads if w and w[0] == rec.shash)
+                workload_lines.append(json.dumps([str(rec.shash), payload]))
+            record_lines.append(json.dumps([workload_index[rec.shash], rec.body],
+                                           separators=(",", ":")))
+            targets[text] = targets.get(text, 0) + 1
+    _write_work_dir(out, workload_lines, record_lines)
+    return MergeResult(out, len(workload_lines), len(record_lines), duplicates, other,
+                       _report(skipped), targets)
+
+
+def merge_text(result: MergeResult) -> str:
+    """What a merge wrote, in a few lines (``msviz merge`` prints it)."""
+    lines = [f"wrote {result.work_dir}: {result.workloads} workload(s), {result.records} "
+             f"record(s); dropped {result.duplicates} exact duplicate(s)"
+             + (f", {result.other_target} record(s) of other targets" if result.other_target
+                else "")
+             + (f", skipped {len(result.skipped)} unreadable group(s)" if result.skipped else "")]
+    lines += [f"  {count} record(s) of {text}" for text, count in result.targets.items()]
+    return "\n".join(lines)
+
+
+def _write_work_dir(out: Path, workload_lines: list[str], record_lines: list[str]) -> None:
+    """Both database files into a temporary directory next to ``out``, then renamed to it."""
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    except OSError as err:
+        raise WriteError(f"cannot write the work dir {out}: {err.strerror or err}") from None
+    try:
+        for name, lines in ((db_files.WORKLOAD_FILE, workload_lines),
+                            (db_files.RECORD_FILE, record_lines)):
+            with open(tmp / name, "w", encoding="utf-8") as f:
+                f.write("".join(line + "\n" for line in lines))
+        os.replace(tmp, out)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise WriteError(f"cannot write the work dir {out}: {err.strerror or err}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def database(work_dir: str | Path, *, target: Any = None) -> Any:
+    """A stock MetaSchedule database of a work dir's records of one target.
+
+    Pass it to ``compile_tir`` / ``compile_relax`` (or ``with db:`` around
+    ``MetaScheduleApplyDatabase``): they then pick ``target``'s best record, not the fastest
+    record of any target, as a ``JSONDatabase`` of a mixed work dir would.
+
+    Parameters
+    ----------
+    work_dir : str | Path
+        A work dir (e.g. one written by :func:`merge`).
+    target : str | dict | tvm.target.Target, optional
+        Whose records to keep (structurally equal Targets; ``"llvm"``: this machine's CPU).
+        None keeps every record.
+
+    Returns
+    -------
+    database : tvm.s_tir.meta_schedule.database.MemoryDatabase
+
+    Raises
+    ------
+    msviz.errors.TargetError
+        When no readable record has ``target`` (the message lists the targets there are).
+    """
+    work_dir = Path(work_dir)
+    check_work_dir(work_dir)
+    want = None if target is None else record_target(target)
+    skipped: dict[tuple[Path, str], list[int]] = {}
+    source = _read_source(work_dir, skipped)
+    _report(skipped)
+    db = compat.ms.database.MemoryDatabase()
+    kept = 0
+    for rec in source.records:
+        record = rec.record
+        if want is not None and not same_target(record.target, want):
+            continue
+        workload = db.commit_workload(record.workload.mod)
+        db.commit_tuning_record(compat.TuningRecord(
+            record.trace, workload, record.run_secs, record.target, record.args_info))
+        kept += 1
+    if want is not None and not kept:
+        present = sorted({str(rec.record.target) for rec in source.records})
+        raise TargetError(f"{work_dir} holds no record of target {want}; its records' targets: "
+                          f"{', '.join(present) or 'none'}")
+    return db
