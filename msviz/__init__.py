@@ -18,9 +18,9 @@ from msviz.errors import (
     WriteError,
 )
 from msviz.records import Run, Trial
+from msviz.records import open_work_dir as open
 from msviz.records.many import open_many
 from msviz.records.merge import database, merge
-from msviz.records import open_work_dir as open
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
 

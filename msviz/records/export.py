@@ -19,6 +19,8 @@ over it, so a reader never sees half a file and a failed write leaves nothing be
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -36,6 +38,7 @@ from msviz.records.targets import target_text
 
 __all__ = [
     "EXPORT_FORMATS",
+    "PARQUET_MODULE",
     "TASK_COLUMNS_JOINED",
     "atomic_path",
     "export",
@@ -52,6 +55,8 @@ TASK_COLUMNS_JOINED = {
     "best_latency_us": "task_best_latency_us",
     "done": "task_done",
 }
+#: The module Parquet is written with (the optional extra ``parquet``).
+PARQUET_MODULE = "pyarrow"
 #: File suffixes :func:`export` writes.
 EXPORT_FORMATS = (".parquet", ".csv")
 
@@ -175,7 +180,7 @@ def to_parquet(source: Any, path: str | Path) -> Path:
         When ``path`` cannot be written.
     """
     try:
-        import pyarrow  # noqa: F401  # optional: the msviz[parquet] extra
+        importlib.import_module(PARQUET_MODULE)  # optional: the msviz[parquet] extra
     except ImportError as err:
         raise MissingExtraError(
             f"writing {path} as Parquet needs pyarrow, the optional extra 'parquet': install it "
@@ -201,11 +206,7 @@ def to_csv(source: Any, path: str | Path) -> Path:
 
 
 def _has_pyarrow() -> bool:
-    try:
-        import pyarrow  # noqa: F401  # optional: the msviz[parquet] extra
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec(PARQUET_MODULE) is not None
 
 
 def export(run: Any, path: str | Path | None = None) -> Path:

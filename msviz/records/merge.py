@@ -109,7 +109,7 @@ def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> 
 def _read_record(text: str, workloads: list) -> tuple[_Record | None, str]:
     try:
         index, body = json.loads(text)
-        trace, run_secs, target, args_info = body
+        trace, _run_secs, target, _args_info = body
         if not isinstance(index, int) or not isinstance(trace, list):
             raise ValueError
     except (ValueError, TypeError):
@@ -199,6 +199,8 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
     sources = [Path(d) for d in work_dirs]
     if not sources:
         raise ValueError("merge needs at least one work dir")
+    for work_dir in sources:
+        check_work_dir(work_dir)
     out = Path(out)
     _check_output(out)
     want = None if target is None else record_target(target)
@@ -223,7 +225,7 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
             if want is not None and not same_target(rec.record.target, want):
                 other += 1
                 continue
-            trace, run_secs, target_json, _ = rec.body
+            trace, run_secs, _, _ = rec.body
             text = str(rec.record.target)
             key = (rec.shash, json.dumps(trace), text,
                    None if run_secs is None else tuple(run_secs))
