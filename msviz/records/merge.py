@@ -68,9 +68,12 @@ class MergeResult(NamedTuple):
 class _Record(NamedTuple):
     """A readable record of a source work dir."""
 
+    line: int  # its line in the record file (1-based)
     shash: int  # the workload's structural hash, recomputed as JSONDatabase does on load
+    workload: Any  # the stock Workload
     body: list  # [trace, run_secs, target, args_info], as the file holds it
-    record: Any  # the stock TuningRecord
+    target: Any  # its tvm.target.Target
+    target_text: str  # TVM's text of it (the same for every spelling of one target)
 
 
 class _Source(NamedTuple):
@@ -79,7 +82,12 @@ class _Source(NamedTuple):
 
 
 def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> _Source:
-    """Every readable workload and record of a work dir; the rest goes into ``skipped``."""
+    """Every readable workload and record of a work dir; the rest goes into ``skipped``.
+
+    Each workload is loaded and each distinct target built by TVM once; a record's trace is
+    checked for its JSON shape and its instruction kinds here, not parsed (TVM parses a trace
+    in ~3 ms: 5 minutes for 100,000 records); :func:`database` parses the traces it keeps.
+    """
     wl_path, rec_path = work_dir / db_files.WORKLOAD_FILE, work_dir / db_files.RECORD_FILE
     workloads: list[tuple[int, Any, str] | None] = []
     for entry in db_files.read_workloads(wl_path):  # warns about torn lines itself
@@ -93,12 +101,13 @@ def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> 
             workloads.append(None)
             skipped.setdefault((wl_path, f"workload cannot be read ({_last_line(err)})"),
                                []).append(entry.line)
+    targets: dict[str, tuple[Any, str]] = {}
     records = []
     with open(rec_path, encoding="utf-8", errors="replace") as f:
         for number, text in enumerate(f, start=1):
             if not text.strip():
                 continue
-            record, why = _read_record(text, workloads)
+            record, why = _read_record(number, text, workloads, targets)
             if record is None:
                 skipped.setdefault((rec_path, why), []).append(number)
             else:
@@ -106,27 +115,62 @@ def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> 
     return _Source(workloads, records)
 
 
-def _read_record(text: str, workloads: list) -> tuple[_Record | None, str]:
+def _well_formed(index: Any, trace: Any, run_secs: Any, target: Any, args_info: Any) -> bool:
+    """The JSON shape stock ``JSONDatabase`` loads: ``[workload, [[insts, decisions],
+    run_secs or null, {target}, [args]]]``."""
+    return (isinstance(index, int) and isinstance(trace, list) and len(trace) == 2
+            and all(isinstance(part, list) for part in trace) and isinstance(target, dict)
+            and isinstance(args_info, list)
+            and (run_secs is None or (isinstance(run_secs, list) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in run_secs))))
+
+
+def _read_record(number: int, text: str, workloads: list, targets: dict[str, tuple[Any, str]]
+                 ) -> tuple[_Record | None, str]:
     try:
         index, body = json.loads(text)
-        trace, _run_secs, target, _args_info = body
-        if not isinstance(index, int) or not isinstance(trace, list):
-            raise ValueError
+        trace, run_secs, target, args_info = body
+        ok = _well_formed(index, trace, run_secs, target, args_info)
     except (ValueError, TypeError):
+        ok = False
+    if not ok:
         return None, "not a tuning record (torn or corrupt line)"
     if not 0 <= index < len(workloads) or workloads[index] is None:
         return None, "its workload cannot be read"
     shash, workload, _ = workloads[index]
-    try:
-        compat.target_from_json(target)
-    except Exception as err:  # TVM's own error types: unknown kind or attribute
-        return None, f"its target cannot be read ({_last_line(err)})"
-    try:
-        compat.register_intrins_for(body)
-        record = compat.TuningRecord.from_json(body, workload)
-    except Exception as err:  # TVM's own error types: a trace it cannot replay
-        return None, f"its trace cannot be read ({_last_line(err)})"
-    return _Record(shash, body, record), ""
+    unknown = next((inst[0] for inst in trace[0] if not _known_instruction(inst)), None)
+    if unknown is not None:
+        return None, (f"its trace uses the instruction {unknown!r}, which this TVM does not "
+                      "know (a record of another TVM version)")
+    key = json.dumps(target, sort_keys=True)
+    if key not in targets:
+        try:
+            built = compat.target_from_json(target)
+            targets[key] = (built, str(built))
+        except Exception as err:  # TVM's own error types: unknown kind or attribute
+            targets[key] = (None, f"its target cannot be read ({_last_line(err)})")
+    built, target_text = targets[key]
+    if built is None:
+        return None, target_text
+    return _Record(number, shash, workload, body, built, target_text), ""
+
+
+_INSTRUCTIONS: dict[str, bool] = {}
+
+
+def _known_instruction(inst: Any) -> bool:
+    """Whether a trace's instruction ``[kind, inputs, attrs, outputs]`` names a kind this TVM
+    has registered (each kind name asked once)."""
+    if not isinstance(inst, list) or not inst or not isinstance(inst[0], str):
+        return False
+    name = inst[0]
+    if name not in _INSTRUCTIONS:
+        try:
+            compat.tir_schedule.InstructionKind.get(name)
+            _INSTRUCTIONS[name] = True
+        except Exception:  # TVM raises AttributeError (a failed check) for an unknown kind
+            _INSTRUCTIONS[name] = False
+    return _INSTRUCTIONS[name]
 
 
 def _last_line(err: BaseException) -> str:
@@ -203,7 +247,7 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
         check_work_dir(work_dir)
     out = Path(out)
     _check_output(out)
-    want = None if target is None else record_target(target)
+    keep = _target_filter(target)
     skipped: dict[tuple[Path, str], list[int]] = {}
     workload_index: dict[int, int] = {}
     workload_lines: list[str] = []
@@ -222,11 +266,11 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
                     f"(structural hash {first[0]} and {shash}): kept apart by structural hash",
                     MsvizWarning, stacklevel=2)
         for rec in source.records:
-            if want is not None and not same_target(rec.record.target, want):
+            if not keep(rec.target_text, rec.target):
                 other += 1
                 continue
             trace, run_secs, _, _ = rec.body
-            text = str(rec.record.target)
+            text = rec.target_text
             key = (rec.shash, json.dumps(trace), text,
                    None if run_secs is None else tuple(run_secs))
             if key in seen:
@@ -243,6 +287,21 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
     _write_work_dir(out, workload_lines, record_lines)
     return MergeResult(out, len(workload_lines), len(record_lines), duplicates, other,
                        _report(skipped), targets)
+
+
+def _target_filter(target: Any) -> Any:
+    """``keep(text, target)``: whether a record of that target is kept (each text decided once)."""
+    want = None if target is None else record_target(target)
+    decided: dict[str, bool] = {}
+
+    def keep(text: str, record_target: Any) -> bool:
+        if want is None:
+            return True
+        if text not in decided:
+            decided[text] = same_target(record_target, want)
+        return decided[text]
+
+    return keep
 
 
 def merge_text(result: MergeResult) -> str:
@@ -302,22 +361,29 @@ def database(work_dir: str | Path, *, target: Any = None) -> Any:
     """
     work_dir = Path(work_dir)
     check_work_dir(work_dir)
-    want = None if target is None else record_target(target)
+    keep = _target_filter(target)
     skipped: dict[tuple[Path, str], list[int]] = {}
     source = _read_source(work_dir, skipped)
-    _report(skipped)
     db = compat.ms.database.MemoryDatabase()
     kept = 0
+    record_path = work_dir / db_files.RECORD_FILE
     for rec in source.records:
-        record = rec.record
-        if want is not None and not same_target(record.target, want):
+        if not keep(rec.target_text, rec.target):
             continue
-        workload = db.commit_workload(record.workload.mod)
+        try:
+            compat.register_intrins_for(rec.body)
+            record = compat.TuningRecord.from_json(rec.body, rec.workload)
+        except Exception as err:  # TVM's own error types: a trace it cannot replay
+            why = f"its trace cannot be read ({_last_line(err)})"
+            skipped.setdefault((record_path, why), []).append(rec.line)
+            continue
         db.commit_tuning_record(compat.TuningRecord(
-            record.trace, workload, record.run_secs, record.target, record.args_info))
+            record.trace, db.commit_workload(rec.workload.mod), record.run_secs, record.target,
+            record.args_info))
         kept += 1
-    if want is not None and not kept:
-        present = sorted({str(rec.record.target) for rec in source.records})
-        raise TargetError(f"{work_dir} holds no record of target {want}; its records' targets: "
-                          f"{', '.join(present) or 'none'}")
+    _report(skipped)
+    if target is not None and not kept:
+        present = sorted({rec.target_text for rec in source.records})
+        raise TargetError(f"{work_dir} holds no record of target {record_target(target)}; its "
+                          f"records' targets: {', '.join(present) or 'none'}")
     return db

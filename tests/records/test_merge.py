@@ -127,6 +127,10 @@ def test_unreadable_records_are_skipped(runs: tuple[Path, Path], tmp_path: Path)
     workload, (trace, secs, target, args) = json.loads(lines[0])
     lines.insert(1, json.dumps([workload, [trace, secs, {"kind": "no_such_kind"}, args]]))
     lines.insert(3, json.dumps([7, [trace, secs, target, args]]))  # no workload 7
+    old = json.loads(json.dumps(trace))  # as TVM before the s_tir rename wrote it
+    assert old[0][0][0] == "GetSBlock"
+    old[0][0][0] = "GetBlock"
+    lines.insert(5, json.dumps([workload, [old, secs, target, args]]))
     lines.append(lines[0][: len(lines[0]) // 2])  # torn
     (bad / RECORDS).write_text("\n".join(lines) + "\n")
     torn = len(lines)
@@ -135,8 +139,9 @@ def test_unreadable_records_are_skipped(runs: tuple[Path, Path], tmp_path: Path)
     text = "\n".join(str(w.message) for w in seen)
     assert f"{bad / RECORDS} line 2: its target cannot be read" in text
     assert f"{bad / RECORDS} line 4: its workload cannot be read" in text
+    assert f"{bad / RECORDS} line 6: its trace uses the instruction 'GetBlock'" in text
     assert f"{bad / RECORDS} line {torn}: not a tuning record" in text
-    assert len(result.skipped) == 3
+    assert len(result.skipped) == 4
     assert result.records == len(parse_work_dir(host))
     assert len(compat.JSONDatabase(work_dir=str(tmp_path / "merged"), allow_missing=False)
                .get_all_tuning_records()) == result.records
