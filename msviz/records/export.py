@@ -43,6 +43,7 @@ __all__ = [
     "atomic_path",
     "export",
     "export_frame",
+    "task_categorical",
     "to_csv",
     "to_parquet",
 ]
@@ -63,7 +64,6 @@ EXPORT_FORMATS = (".parquet", ".csv")
 _TEXT_COLUMNS = ("error", "origin", "pick", "mutator", "check", "check_detail", "device",
                  "target", "workload_key")
 _LIST_COLUMNS = ("run_secs", "remeasured_secs")
-_TIME_COLUMNS = ("logged_at", "timestamp")
 
 
 def _secs(values: Any) -> list[float] | None:
@@ -89,7 +89,7 @@ def export_frame(run: Any) -> pd.DataFrame:
     """
     trials = run.trials
     frame = trials.copy()
-    frame["task"] = trials["task"].astype("category")
+    frame["task"] = task_categorical(trials["task"])
     frame["status"] = pd.Categorical(trials["status"], categories=STATUSES)
     frame["run_secs"] = pd.Series([_secs(v) for v in trials["run_secs"]], dtype=object,
                                   index=trials.index)
@@ -111,6 +111,13 @@ def export_frame(run: Any) -> pd.DataFrame:
     for column in _TEXT_COLUMNS:
         frame[column] = frame[column].astype("string")
     return frame
+
+
+def task_categorical(names: Any) -> pd.Categorical:
+    """Task names as a categorical whose categories are typed ``str`` (so that an empty one
+    also reads back from Parquet as categorical)."""
+    names = [str(n) for n in names]
+    return pd.Categorical(names, categories=pd.Index(sorted(set(names)), dtype="str"))
 
 
 def _local_zone() -> Any:

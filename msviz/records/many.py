@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from msviz.records.export import export_frame
+from msviz.records.export import export_frame, task_categorical
 from msviz.records.run import Run, open_work_dir
 
 __all__ = ["open_many", "run_names"]
@@ -65,6 +65,6 @@ def open_many(sources: Iterable[str | Path | Run], names: Iterable[str] | None =
     out.insert(0, "run", pd.Categorical(
         [name for name, f in zip(labels, frames, strict=True) for _ in range(len(f))],
         categories=labels))
-    out["task"] = out["task"].astype(str).astype("category")
+    out["task"] = task_categorical(out["task"])
     return out
 
