@@ -185,3 +185,15 @@ def test_export_frame_is_what_is_written(generic_work_dir: Path, tmp_path: Path)
     back = pd.read_parquet(run.to_parquet(tmp_path / "t.parquet"))
     lists = ["run_secs", "remeasured_secs"]
     pd.testing.assert_frame_equal(back.drop(columns=lists), frame.drop(columns=lists))
+
+
+def test_empty_work_dir_round_trips(tmp_path: Path) -> None:
+    work_dir = tmp_path / "wd"
+    work_dir.mkdir()
+    for name in ("database_workload.json", "database_tuning_record.json"):
+        (work_dir / name).write_text("")
+    run = msviz.open(work_dir)
+    back = pd.read_parquet(run.to_parquet(tmp_path / "t.parquet"))
+    assert len(back) == 0
+    assert {c: str(t) for c, t in back.dtypes.items()} == EXPORT_DTYPES
+    assert list(pd.read_csv(run.to_csv(tmp_path / "t.csv")).columns) == list(EXPORT_DTYPES)
