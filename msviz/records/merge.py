@@ -12,9 +12,10 @@ targets gives both targets the faster one. msviz therefore
 * opens a work dir as a stock in-memory database of one target's records
   (:func:`database`), to pass to ``compile_tir`` / ``compile_relax``.
 
-Records are read line by line; one whose workload, target or trace cannot be read is reported
-(a warning naming the file and lines) and skipped, never merged blindly: stock
-``JSONDatabase`` refuses a whole file for one bad line.
+Records are read line by line; one whose workload or target cannot be read, or whose trace is
+malformed or names an instruction this TVM does not know, is reported (a warning naming the file
+and lines) and skipped, never merged blindly: stock ``JSONDatabase`` refuses a whole file for
+one bad line.
 """
 
 from __future__ import annotations
@@ -213,8 +214,9 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
 
     Workloads are merged by structural hash (one task name used for two different workloads
     in two work dirs stays two workloads, with a warning); exact duplicate records (same
-    workload, trace, target and run_secs) are written once; a record whose workload, target or
-    trace cannot be read is skipped with a warning naming its file and line.
+    workload, trace, target and run_secs) are written once; a record whose workload or target
+    cannot be read, or whose trace is malformed or uses an instruction this TVM does not know,
+    is skipped with a warning naming its file and line.
 
     Stock ``compile_tir`` on the merged dir picks the fastest record of any target: compile
     from ``msviz.database(merged, target=...)``, or merge with ``target=``.
