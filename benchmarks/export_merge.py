@@ -4,7 +4,7 @@ Two work dirs of ``--records`` records each (three tasks: GMM-0, C2D-3, SFM-0, r
 traces from tiny msviz sessions, see benchmarks/workdirs.py; the second with other run_secs, so
 its records are not duplicates of the first). Timed: ``Run.to_parquet``, ``Run.to_csv`` (files
 sizes printed), ``msviz.open_many`` of both, ``msviz.merge`` of both (plus the first again: all
-its records are exact duplicates), and ``msviz.database(merged, target="llvm")``.
+its records are exact duplicates), and ``msviz.database(merged, target="llvm")`` (each workload's best record, the default).
 
     .venv/bin/python benchmarks/export_merge.py [--records 20000]
 """

@@ -337,12 +337,15 @@ def _write_work_dir(out: Path, workload_lines: list[str], record_lines: list[str
         raise
 
 
-def database(work_dir: str | Path, *, target: Any = None) -> Any:
+def database(work_dir: str | Path, *, target: Any = None, top_k: int | None = 1) -> Any:
     """A stock MetaSchedule database of a work dir's records of one target.
 
     Pass it to ``compile_tir`` / ``compile_relax`` (or ``with db:`` around
     ``MetaScheduleApplyDatabase``): they then pick ``target``'s best record, not the fastest
     record of any target, as a ``JSONDatabase`` of a mixed work dir would.
+
+    TVM parses each trace it holds (3 to 15 ms a record: minutes for tens of thousands), so by
+    default it holds only what those queries use, each workload's fastest valid record.
 
     Parameters
     ----------
@@ -351,6 +354,10 @@ def database(work_dir: str | Path, *, target: Any = None) -> Any:
     target : str | dict | tvm.target.Target, optional
         Whose records to keep (structurally equal Targets; ``"llvm"``: this machine's CPU).
         None keeps every record.
+    top_k : int, optional
+        The fastest valid records kept per workload (by mean ``run_secs``, as
+        ``Database.GetTopK`` sorts; failed records are never among them); None keeps every
+        record of the target, failed ones too (e.g. to seed a new tuning run).
 
     Returns
     -------
@@ -366,12 +373,15 @@ def database(work_dir: str | Path, *, target: Any = None) -> Any:
     keep = _target_filter(target)
     skipped: dict[tuple[Path, str], list[int]] = {}
     source = _read_source(work_dir, skipped)
+    matching = [r for r in source.records if keep(r.target_text, r.target)]
+    if target is not None and not matching:
+        _report(skipped)
+        present = sorted({rec.target_text for rec in source.records})
+        raise TargetError(f"{work_dir} holds no record of target {record_target(target)}; its "
+                          f"records' targets: {', '.join(present) or 'none'}")
     db = compat.ms.database.MemoryDatabase()
-    kept = 0
     record_path = work_dir / db_files.RECORD_FILE
-    for rec in source.records:
-        if not keep(rec.target_text, rec.target):
-            continue
+    for rec in _fastest(matching, top_k):
         try:
             compat.register_intrins_for(rec.body)
             record = compat.TuningRecord.from_json(rec.body, rec.workload)
@@ -382,10 +392,19 @@ def database(work_dir: str | Path, *, target: Any = None) -> Any:
         db.commit_tuning_record(compat.TuningRecord(
             record.trace, db.commit_workload(rec.workload.mod), record.run_secs, record.target,
             record.args_info))
-        kept += 1
     _report(skipped)
-    if target is not None and not kept:
-        present = sorted({rec.target_text for rec in source.records})
-        raise TargetError(f"{work_dir} holds no record of target {record_target(target)}; its "
-                          f"records' targets: {', '.join(present) or 'none'}")
     return db
+
+
+def _fastest(records: list[_Record], top_k: int | None) -> list[_Record]:
+    """The ``top_k`` fastest valid records of each workload (all records when None), in file
+    order. Valid as ``TuningRecord::IsValid``: some run_secs is not the 1e10 failure mark."""
+    if top_k is None:
+        return records
+    by_workload: dict[int, list[tuple[float, int]]] = {}
+    for i, rec in enumerate(records):
+        secs = rec.body[1]
+        if secs and any(s != compat.FAILED_RUN_SECS for s in secs):
+            by_workload.setdefault(rec.shash, []).append((sum(secs) / len(secs), i))
+    chosen = sorted(i for ranked in by_workload.values() for _, i in sorted(ranked)[:top_k])
+    return [records[i] for i in chosen]

@@ -92,6 +92,11 @@ def test_compile_tir_picks_each_targets_best(runs: tuple[Path, Path], tmp_path: 
     assert picked_trace(msviz.database(out, target=host_target), host_target) == best[host_text]
     assert picked_trace(msviz.database(out, target=generic_target), generic_target) == \
         best[generic_text]
+    # every record of the target, failures too, when asked: the same best
+    everything = msviz.database(out, target=host_target, top_k=None)
+    assert len(everything.get_all_tuning_records()) == result.targets[host_text]
+    assert picked_trace(everything, host_target) == best[host_text]
+    assert len(msviz.database(out, target=host_target).get_all_tuning_records()) == 1
     # "llvm" is this machine's CPU, the host run's target
     assert picked_trace(msviz.database(out, target="llvm"), host_target) == best[host_text]
     # a per-target merge is a dir stock compile_tir reads as is
