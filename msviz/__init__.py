@@ -17,10 +17,13 @@ from msviz.errors import (
     RayClusterError,
     WorkDirError,
     WorkloadError,
+    WriteError,
 )
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
 from msviz.records.bundle import write_bundle as bundle
+from msviz.records.many import open_many
+from msviz.records.merge import database, merge
 from msviz.records.migrate import migrate_work_dir as migrate
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
@@ -39,13 +42,17 @@ __all__ = [
     "Trial",
     "WorkDirError",
     "WorkloadError",
+    "WriteError",
     "bundle",
     "compare",
     "dashboard",
+    "database",
     "decision_sites",
+    "merge",
     "migrate",
     "models",
     "open",
+    "open_many",
     "ray_builder",
     "reproduce",
     "rpc",

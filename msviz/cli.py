@@ -19,6 +19,7 @@ from msviz.engine.reproduce import reproduce
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
 from msviz.records.bundle import write_bundle
+from msviz.records.merge import merge_text
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.row import gflops
@@ -50,6 +51,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if profile is not None:
         print("\nKernels in the model vs in tuning:")
         print(model_profile_text(model_profile_info(profile)))
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    path = msviz.open(args.work_dir).export(args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    result = msviz.merge(args.work_dirs, args.output, target=args.target)
+    print(merge_text(result))
     return 0
 
 
@@ -353,6 +366,21 @@ def build_parser() -> argparse.ArgumentParser:
     again.add_argument("--no-retime", action="store_true", help="skip re-timing the kernels")
     again.add_argument("--no-redraw", action="store_true", help="skip re-drawing the first batch")
     again.set_defaults(func=_cmd_reproduce)
+
+    export = sub.add_parser("export", help="write a work dir's trials (typed, tasks joined) as "
+                            "Parquet (needs msviz[parquet]) or CSV")
+    export.add_argument("work_dir")
+    export.add_argument("-o", "--output", help="FILE.parquet or FILE.csv (default "
+                        "WORK_DIR/trials.parquet; .csv when pyarrow is missing)")
+    export.set_defaults(func=_cmd_export)
+
+    merge = sub.add_parser("merge", help="merge work dirs into one stock work dir, keeping each "
+                           "record's target, dropping exact duplicates")
+    merge.add_argument("work_dirs", nargs="+", metavar="WORK_DIR")
+    merge.add_argument("-o", "--output", required=True, help="the merged work dir (new)")
+    merge.add_argument("--target", help="keep only this target's records (llvm: this machine's "
+                       "CPU, or a JSON dict as the records hold it)")
+    merge.set_defaults(func=_cmd_merge)
 
     devices = sub.add_parser("devices", help="print an RPC tracker's servers and queue")
     devices.add_argument("address", metavar="HOST:PORT", help="the tracker, e.g. 127.0.0.1:9190")

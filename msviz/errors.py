@@ -38,3 +38,8 @@ class RayClusterError(MsvizError, ConnectionError):
 class BundleError(WorkDirError):
     """A run bundle (``msviz bundle``'s zip) that cannot be written or read: a path that is not
     a bundle, a corrupt archive, or one written by a newer msviz."""
+
+
+class WriteError(MsvizError, OSError):
+    """A file or work dir msviz was asked to write cannot be written (the message names it);
+    nothing half-written is left behind."""

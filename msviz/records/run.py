@@ -18,6 +18,7 @@ from msviz.check.schedule import check_schedule
 from msviz.errors import WorkDirError
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
+from msviz.records import export as trial_export
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.environment import environments
@@ -26,10 +27,11 @@ from msviz.records.model_profile import run_model_profile
 from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS
 from msviz.records.sidecar import Sidecar, read_sidecar
+from msviz.records.tasks import TASK_COLUMNS, tasks_frame
 from msviz.workloads import flop_count
 
-__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "open_work_dir",
-           "tasks_frame"]
+__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "check_work_dir",
+           "open_work_dir", "tasks_frame"]
 
 @dataclass
 class Trial:
@@ -230,20 +232,7 @@ class Run:
         return run_model_profile(self, model, **options)
 
     def _check_layout(self) -> None:
-        wd = self.work_dir
-        missing = [
-            name
-            for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
-            if not (wd / name).is_file()
-        ]
-        if not wd.is_dir() or missing:
-            what = "does not exist" if not wd.exists() else (
-                "is not a directory" if not wd.is_dir() else f"lacks {', '.join(missing)}"
-            )
-            raise WorkDirError(
-                f"{wd} is not a MetaSchedule work dir: it {what}. A work dir must contain "
-                f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE} (and usually logs/)"
-            )
+        check_work_dir(self.work_dir)
 
     # -- names, FLOPs and error texts from the logs -------------------------------------------
 
@@ -462,6 +451,21 @@ class Run:
                 f"{str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
             ) from None
 
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the trials (typed, task columns joined) as Parquet; needs ``msviz[parquet]``.
+        See :mod:`msviz.records.export`."""
+        return trial_export.to_parquet(self, path)
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write the trials as CSV (list columns as JSON text). See :mod:`msviz.records.export`."""
+        return trial_export.to_csv(self, path)
+
+    def export(self, path: str | Path | None = None) -> Path:
+        """Write the trials as Parquet or CSV by ``path``'s suffix (default
+        ``WORK_DIR/trials.parquet``; CSV when pyarrow is missing). See
+        :func:`msviz.records.export.export`."""
+        return trial_export.export(self, path)
+
     def dashboard(self) -> Any:
         """A notebook dashboard of this run (trials table, plots, trace and code views); the same
         as ``msviz.dashboard(run)``."""
@@ -483,53 +487,26 @@ def _end_to_end_data(entry: dict) -> dict:
     return {key: entry.get(key) for key in END_TO_END_FIELDS}
 
 
-#: The columns of :attr:`Run.tasks`, in order.
-TASK_COLUMNS = ["task", "flop", "weight", "best_latency_us", "best_gflops", "trials", "failed",
-                "best_trial", "workload", "index", "weighted_latency_us", "done"]
 #: The columns of :attr:`Run.task_table` (the task table MetaSchedule logged last).
 LOG_TASK_COLUMNS = list(log_files.LogTask._fields)
 
 
-def tasks_frame(trials: pd.DataFrame, names: dict[int, str], flops: dict[int, float],
-                weights: dict[int, float], *, task_ids: dict[int, int] | None = None,
-                done: dict[int, bool] | None = None) -> pd.DataFrame:
-    """The per-task table (MetaSchedule's task table) of a trials frame, one row per workload.
-
-    ``index`` is the task's ID in MetaSchedule's task table (from the logs; else the order of
-    first appearance), rows are in that order; ``weighted_latency_us`` is weight x best
-    latency (weight 1 when unknown); ``done`` is the logged Done flag (None: not logged).
-    """
-    task_ids, done = task_ids or {}, done or {}
-    rows = []
-    for w, mine in trials.groupby("workload", sort=True):
-        ok = mine["latency_us"].dropna()
-        best = int(ok.idxmin()) if len(ok) else None
-        weight = weights.get(int(w), math.nan)
-        best_us = math.nan if best is None else float(trials.at[best, "latency_us"])
-        rows.append(
-            {
-                "task": names.get(int(w), str(mine["task"].iloc[0])),
-                "flop": flops.get(int(w), math.nan),
-                "weight": weight,
-                "best_latency_us": best_us,
-                "best_gflops": math.nan if best is None else trials.at[best, "gflops"],
-                "trials": len(mine),
-                "failed": int((mine["status"] != "ok").sum()),
-                "best_trial": best,
-                "workload": int(w),
-                "index": task_ids.get(int(w)),
-                "weighted_latency_us": best_us * (1.0 if weight != weight else weight),
-                "done": done.get(int(w)),
-            }
+def check_work_dir(work_dir: str | Path) -> None:
+    """Raise :class:`WorkDirError` unless ``work_dir`` holds both database files."""
+    wd = Path(work_dir)
+    missing = [
+        name
+        for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
+        if not (wd / name).is_file()
+    ]
+    if not wd.is_dir() or missing:
+        what = "does not exist" if not wd.exists() else (
+            "is not a directory" if not wd.is_dir() else f"lacks {', '.join(missing)}"
         )
-    # tasks without a logged ID follow the logged ones, in workload order
-    known = {r["index"] for r in rows if r["index"] is not None}
-    spare = (i for i in range(len(rows) + len(known)) if i not in known)
-    for row in rows:
-        if row["index"] is None:
-            row["index"] = next(spare)
-    rows.sort(key=lambda r: r["index"])
-    return pd.DataFrame(rows, columns=TASK_COLUMNS)
+        raise WorkDirError(
+            f"{wd} is not a MetaSchedule work dir: it {what}. A work dir must contain "
+            f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE} (and usually logs/)"
+        )
 
 
 def open_work_dir(work_dir: str | Path) -> Run:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.records.many import run_names
 from msviz.views.common import log_axis, note_figure, quiet_empty
 from msviz.views.tasks import model_latency_info
 
@@ -103,25 +103,6 @@ def compare_info(runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], *,
             max(seconds) if seconds else math.nan))
     label = "Estimated model latency (µs)" if model else "Best latency so far (µs)"
     return CompareInfo(label, tuple(curves), tuple(summary))
-
-
-def run_names(dirs: list[Path | None]) -> list[str]:
-    """Names of runs: each work dir's name, with as many parent folders as it takes to tell
-    them apart (``a/wd``, ``b/wd``); ``run 1``, ``run 2``... where there is no work dir; the
-    same dir twice gets a number (``wd (2)``)."""
-    distinct = list(dict.fromkeys(d for d in dirs if d is not None))
-    longest = max((len(d.parts) for d in distinct), default=0)
-    depth = 1
-    while depth < longest and len({"/".join(d.parts[-depth:]) for d in distinct}) < len(distinct):
-        depth += 1
-    names = ["/".join(d.parts[-depth:]) if d is not None else f"run {i + 1}"
-             for i, d in enumerate(dirs)]
-    seen: dict[str, int] = {}
-    out = []
-    for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
-    return out
 
 
 def _last_known(values: tuple[float, ...]) -> float:

@@ -1,0 +1,247 @@
+"""Trials out, typed, in files others read: Parquet (the ``parquet`` extra), CSV, many runs as one.
+
+The exported table is :attr:`Run.trials` (the stock database's and logs' columns, then the
+sidecar's) with each trial's task columns joined onto it, and the record's target and workload
+key. Tasks are joined rather than written as a second table: one flat file is what DuckDB,
+Polars, Spark or a spreadsheet query without a join, the per-task values repeat only a few
+times (a run has few tasks, and Parquet's dictionary encoding stores each once), and
+``Run.tasks`` can be rebuilt from it with a ``groupby("workload_key")``.
+
+Types: task and status are categorical, text is pandas' string dtype, latency and GFLOPS
+float, sidecar integers nullable ``Int64``, both timestamps ``datetime64[ns, UTC]``;
+``run_secs`` (one run's repeats) and ``remeasured_secs`` (one list per re-measurement) are list
+columns in Parquet and JSON text in CSV.
+
+Writes are atomic: the file is written next to its final path under a temporary name and renamed
+over it, so a reader never sees half a file and a failed write leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from msviz.errors import MissingExtraError, MsvizWarning, WriteError
+from msviz.records.row import STATUSES
+from msviz.records.targets import target_text
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "PARQUET_MODULE",
+    "TASK_COLUMNS_JOINED",
+    "atomic_path",
+    "export",
+    "export_frame",
+    "task_categorical",
+    "to_csv",
+    "to_parquet",
+]
+
+#: The columns of :attr:`Run.tasks` joined onto each trial, and their names in the export.
+TASK_COLUMNS_JOINED = {
+    "index": "task_index",
+    "flop": "flop",
+    "weight": "weight",
+    "best_latency_us": "task_best_latency_us",
+    "done": "task_done",
+}
+#: The module Parquet is written with (the optional extra ``parquet``).
+PARQUET_MODULE = "pyarrow"
+#: File suffixes :func:`export` writes.
+EXPORT_FORMATS = (".parquet", ".csv")
+
+_TEXT_COLUMNS = ("error", "origin", "pick", "mutator", "check", "check_detail", "device",
+                 "target", "workload_key")
+_LIST_COLUMNS = ("run_secs", "remeasured_secs")
+
+
+def _secs(values: Any) -> list[float] | None:
+    return None if values is None else [float(v) for v in values]
+
+
+def export_frame(run: Any) -> pd.DataFrame:
+    """The trials of ``run`` as they are exported: typed, task columns joined, target as text.
+
+    Parameters
+    ----------
+    run : Run
+        An opened work dir.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        ``run.trials``' columns in order (``run_secs`` a list, ``remeasured_secs`` a list of
+        lists), then ``target`` (TVM's text of the record's target), ``workload_key`` (the
+        workload's structural hash) and the task columns of :data:`TASK_COLUMNS_JOINED`.
+        ``logged_at`` (MetaSchedule's log stamps, local time without a zone) is read as this
+        machine's local time and turned into UTC like ``timestamp``.
+    """
+    trials = run.trials
+    frame = trials.copy()
+    frame["task"] = task_categorical(trials["task"])
+    frame["status"] = pd.Categorical(trials["status"], categories=STATUSES)
+    frame["run_secs"] = pd.Series([_secs(v) for v in trials["run_secs"]], dtype=object,
+                                  index=trials.index)
+    frame["remeasured_secs"] = pd.Series(
+        [None if v is None else [_secs(s) for s in v] for v in trials["remeasured_secs"]],
+        dtype=object, index=trials.index)
+    frame["logged_at"] = (trials["logged_at"].dt.tz_localize(_local_zone(), ambiguous="NaT",
+                                                             nonexistent="NaT")
+                          .dt.tz_convert("UTC").astype("datetime64[ns, UTC]"))
+    targets = run._records.target
+    frame["target"] = [_target_or_raw(targets[i]) for i in range(len(trials))]
+    keys = {int(w): run.workload_key(int(w)) for w in set(trials["workload"])}
+    frame["workload_key"] = [keys[int(w)] for w in trials["workload"]]
+    tasks = run.tasks.set_index("workload")
+    for column, name in TASK_COLUMNS_JOINED.items():
+        frame[name] = trials["workload"].map(tasks[column]).to_numpy()
+    frame["task_index"] = frame["task_index"].astype("Int64")
+    frame["task_done"] = frame["task_done"].astype("boolean")
+    for column in _TEXT_COLUMNS:
+        frame[column] = frame[column].astype("string")
+    return frame
+
+
+def task_categorical(names: Any) -> pd.Categorical:
+    """Task names as a categorical whose categories are typed ``str`` (so that an empty one
+    also reads back from Parquet as categorical)."""
+    names = [str(n) for n in names]
+    return pd.Categorical(names, categories=pd.Index(sorted(set(names)), dtype="str"))
+
+
+def _local_zone() -> Any:
+    return datetime.now().astimezone().tzinfo
+
+
+def _target_or_raw(raw: str) -> str:
+    try:
+        return target_text(raw)
+    except ValueError:  # a target TVM cannot read: its JSON text, as the record holds it
+        return raw
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, *, what: str = "file") -> Iterator[Path]:
+    """A temporary path next to ``path``, renamed to ``path`` when the block ends without error.
+
+    On any error the temporary file is removed and ``path`` is left as it was.
+
+    Raises
+    ------
+    msviz.errors.WriteError
+        Naming ``path``, when it cannot be written (no such folder, a folder in its place,
+        no permission, a full disk).
+    """
+    path = Path(path)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise WriteError(f"cannot write the {what} {path}: {err.strerror or err}") from None
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise WriteError(f"cannot write the {what} {path}: {err.strerror or err}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _frame_of(source: Any) -> pd.DataFrame:
+    return source if isinstance(source, pd.DataFrame) else export_frame(source)
+
+
+def to_parquet(source: Any, path: str | Path) -> Path:
+    """Write the trials as one Parquet file (needs pyarrow: ``pip install msviz[parquet]``).
+
+    Parameters
+    ----------
+    source : Run or pandas.DataFrame
+        A run (its :func:`export_frame` is written) or a frame from :func:`open_many`.
+    path : str | Path
+        The file to write (replaced atomically if it exists).
+
+    Returns
+    -------
+    path : Path
+
+    Raises
+    ------
+    msviz.errors.MissingExtraError
+        When pyarrow is not installed (write CSV instead: :func:`to_csv`).
+    msviz.errors.WriteError
+        When ``path`` cannot be written.
+    """
+    try:
+        importlib.import_module(PARQUET_MODULE)  # optional: the msviz[parquet] extra
+    except ImportError as err:
+        raise MissingExtraError(
+            f"writing {path} as Parquet needs pyarrow, the optional extra 'parquet': install it "
+            f"with `pip install msviz[parquet]`, or write CSV (run.to_csv, or msviz export -o "
+            f"FILE.csv) ({err})") from None
+    frame = _frame_of(source)
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, engine="pyarrow", index=False)
+    return Path(path)
+
+
+def to_csv(source: Any, path: str | Path) -> Path:
+    """Write the trials as one CSV file: list columns as JSON text, timestamps ISO 8601 UTC.
+
+    Parameters and errors as :func:`to_parquet` (no extra needed).
+    """
+    frame = _frame_of(source).copy()
+    for column in _LIST_COLUMNS:
+        frame[column] = [None if v is None else json.dumps(v) for v in frame[column]]
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
+    return Path(path)
+
+
+def _has_pyarrow() -> bool:
+    return importlib.util.find_spec(PARQUET_MODULE) is not None
+
+
+def export(run: Any, path: str | Path | None = None) -> Path:
+    """Export a run's trials: ``.parquet`` or ``.csv`` by the file's suffix (``Run.export``).
+
+    Parameters
+    ----------
+    run : Run
+        An opened work dir.
+    path : str | Path, optional
+        The file; by default ``WORK_DIR/trials.parquet``, or ``WORK_DIR/trials.csv`` (with a
+        warning saying so) when pyarrow is not installed.
+
+    Returns
+    -------
+    path : Path
+        The file written.
+    """
+    if path is None:
+        if _has_pyarrow():
+            path = Path(run.work_dir) / "trials.parquet"
+        else:
+            path = Path(run.work_dir) / "trials.csv"
+            warnings.warn(f"pyarrow is not installed: wrote CSV ({path}); "
+                          "`pip install msviz[parquet]` for Parquet", MsvizWarning, stacklevel=3)
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise WriteError(f"cannot write {path}: the export format is chosen by the suffix, "
+                         f"one of {', '.join(EXPORT_FORMATS)}")
+    return (to_parquet if suffix == ".parquet" else to_csv)(run, path)
