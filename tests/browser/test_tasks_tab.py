@@ -39,23 +39,30 @@ def _focus(driver, name: str) -> None:
     raise AssertionError(f"no focus button {name!r}")
 
 
+def _dashboard_cells(work_dir: Path) -> list[str]:
+    """A notebook that opens ``work_dir`` and shows its dashboard."""
+    return ["import msviz\n"
+            f"run = msviz.open({str(work_dir)!r})\n"
+            "dash = run.dashboard()\n"
+            "dash"]
+
+
+def _wait_for_dashboard(driver: object) -> None:
+    _wait(driver, "return document.querySelector('.msviz-dashboard .lm-TabBar-tab')",
+          timeout=120, what="the dashboard")
+
+
 def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Path) -> None:
     run = msviz.open(stock_model_work_dir)
     trials = run.trials
     ok = trials[trials["status"] == "ok"]
     known = int(ok.groupby("task")["trial"].min().max())  # the estimate is known from here
-    cells = [
-        "import msviz\n"
-        f"run = msviz.open({str(stock_model_work_dir)!r})\n"
-        "dash = run.dashboard()\n"
-        "dash",
-    ]
+    cells = _dashboard_cells(stock_model_work_dir)
     report: dict = {}
     try:
         with lab_notebook(tmp_path, "tasks.ipynb", cells, ARTIFACTS,
                           "tab-tasks-failure.png") as driver:
-            _wait(driver, "return document.querySelector('.msviz-dashboard .lm-TabBar-tab')",
-                  timeout=120, what="the dashboard")
+            _wait_for_dashboard(driver)
             titles = [t.text for t in driver.find_elements(
                 "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
             assert titles == ["Trials", "Tasks", "Plots", "Time", "Trace", "Code"], titles
@@ -133,16 +140,12 @@ def test_tasks_tab_shows_the_model_profile(tmp_path: Path) -> None:
     session.start()
     assert session.wait(900) == "finished"
     frame = msviz.open(session.work_dir).model_profile()
-    cells = ["import msviz\n"
-             f"run = msviz.open({str(session.work_dir)!r})\n"
-             "dash = run.dashboard()\n"
-             "dash"]
+    cells = _dashboard_cells(session.work_dir)
     report: dict = {}
     try:
         with lab_notebook(tmp_path, "profile.ipynb", cells, ARTIFACTS,
                           "tab-tasks-model-profile-failure.png") as driver:
-            _wait(driver, "return document.querySelector('.msviz-dashboard .lm-TabBar-tab')",
-                  timeout=120, what="the dashboard")
+            _wait_for_dashboard(driver)
             _open_tab(driver, "Tasks")
             _wait(driver, "return document.querySelectorAll('.msviz-tasks-view .js-plotly-plot "
                   ".barlayer .point').length > 0", timeout=60, what="the model profile bars")
