@@ -6,6 +6,7 @@ from msviz import hooks, models, workloads
 from msviz.engine import Session
 from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
+from msviz.engine.restriction import propose_restriction, rerun
 from msviz.engine.search import search_strategy
 from msviz.errors import (
     DecisionError,
@@ -38,7 +39,9 @@ __all__ = [
     "decision_sites",
     "models",
     "open",
+    "propose_restriction",
     "ray_builder",
+    "rerun",
     "rpc",
     "search_strategy",
     "trace_rows",
