@@ -45,8 +45,8 @@ __all__ = [
     "SiteImportance",
     "importance_figure",
     "importance_info",
-    "ped_anova",
     "pearson_divergence",
+    "ped_anova",
     "top_mask",
 ]
 
@@ -226,7 +226,7 @@ def importance_figure(info: ImportanceInfo) -> Any:
     import plotly.graph_objects as go
 
     shown = list(reversed(info.sites))
-    hover = ["<br>".join(f"{v} ×{c}" for v, c in s.winners[:6]) for s in shown]
+    hover = ["<br>".join(f"{v}: {c} trials" for v, c in s.winners[:6]) for s in shown]
     fig = go.Figure(go.Bar(
         x=[s.importance for s in shown], y=[s.site for s in shown], orientation="h",
         customdata=hover, hovertemplate="%{y}: %{x:.3f}<br>top trials chose:<br>%{customdata}"
