@@ -240,4 +240,7 @@ def importance_figure(info: ImportanceInfo) -> Any:
                       margin={"l": 170, "r": 20, "t": 50, "b": 45})
     if not info.sites:
         note_figure(fig, "no successful trial to read decisions from yet")
+    elif info.top == info.trials:
+        note_figure(fig, f"all {info.trials} trials of this design space count as winners: "
+                    "too few to tell sites apart")
     return fig

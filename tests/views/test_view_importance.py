@@ -89,6 +89,11 @@ def test_importance_info_whole(same) -> None:
                                    "#1 SamplePerfectTile"]
     assert list(fig.data[0].x) == [0.0, 0.0, 1.0]
     assert fig.layout.title.text == "Decision importance (PED-ANOVA, top 2 of 6 trials) · GMM-0"
+    assert not fig.layout.annotations
+    # every trial a winner: the bars are equal shares, and the figure says why
+    few = I.importance_figure(expected._replace(trials=2))
+    assert few.layout.annotations[0].text == (
+        "all 2 trials of this design space count as winners: too few to tell sites apart")
 
 
 def test_importance_info_empty(same) -> None:
