@@ -70,7 +70,8 @@ class PlotPanel(W.VBox):
         self.decisions = figure_widget()
         # drawn on request (it reads traces): hidden until then, so no empty axes show
         self.importance = importance
-        self.decisions_box = W.Box([self.decisions, *([importance] if importance else [])],
+        beside = [importance] if importance is not None else []
+        self.decisions_box = W.Box([self.decisions, *beside],
                                    layout=W.Layout(display="none", flex_flow="row wrap"))
         self.decisions_button = W.Button(description="Plot decisions", icon="sliders",
                                          tooltip="read the fastest trials' traces")
