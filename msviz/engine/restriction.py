@@ -9,7 +9,9 @@ keeps, of what MetaSchedule's rules let a user restrict, only what the fastest t
   chose, at the tile sites this rule made (those whose bound is the rule's);
 - ``ParallelizeVectorizeUnroll(unroll_max_steps=[...])``: the unroll candidates winners chose
   (the losing options dropped);
-- ``RandomComputeLocation`` removed when every winner left every block it samples at the root.
+- ``RandomComputeLocation`` removed when every winner left every block it samples at the root;
+- ``MutateUnroll``'s probability set to 0 when one unroll option is left (MetaSchedule's
+  mutator fails on a categorical with nothing else to pick).
 
 Every winner's decisions stay in the restricted space. The result, a :class:`Restriction`,
 says each change in words with its evidence, holds the edited :class:`RuleSet`, and re-runs the
@@ -168,6 +170,12 @@ def _propose(rules: RuleSet, sites: dict, winners: dict, info: ImportanceInfo
                 "ParallelizeVectorizeUnroll", "unroll_max_steps", list(steps), kept,
                 f"{n_top} unrolled by {kept} only, never "
                 f"{sorted(set(steps) - set(kept))} (importance {_share(info, unrolls):.2f})"))
+            if len(kept) == 1 and rules.mutator_probs.get("MutateUnroll"):
+                # MetaSchedule's MutateUnroll picks another candidate than the current one and
+                # fails the search (``!weights.empty()``) when there is none
+                changes.append(RuleChange(
+                    "MutateUnroll", "probability", rules.mutator_probs["MutateUnroll"], 0.0,
+                    "one unroll option is left: nothing for the mutator to change"))
     if "RandomComputeLocation" in {s.name for s in rules.schedule_rules}:
         places = [k for k, s in sites.items() if s.kind == "SampleComputeLocation"]
         if places and all(v == "-1" for k in places for v in winners[k]):
@@ -219,7 +227,9 @@ def propose_restriction(source: Any, task: str | None = None, *, rules: RuleSet 
     changes = _propose(base, sites, winners, info)
     restricted = base.copy()
     for change in changes:
-        if change.param:
+        if change.param == "probability":  # a mutator's
+            restricted.mutator_probs[change.rule] = change.new
+        elif change.param:
             restricted.set(change.rule, **{change.param: change.new})
         else:
             restricted.remove(change.rule)
