@@ -7,6 +7,7 @@ from msviz.engine import Session
 from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
 from msviz.engine.reproduce import reproduce
+from msviz.engine.restriction import propose_restriction, rerun
 from msviz.engine.search import search_strategy
 from msviz.errors import (
     BundleError,
@@ -53,8 +54,10 @@ __all__ = [
     "models",
     "open",
     "open_many",
+    "propose_restriction",
     "ray_builder",
     "reproduce",
+    "rerun",
     "rpc",
     "search_strategy",
     "trace_rows",

@@ -60,20 +60,31 @@ def _categorical_value(inst: Any, decision: Any) -> Any:
     return decision
 
 
-def trial_decisions(run: Any, *, limit: int = 300) -> pd.DataFrame:
-    """One row per successful trial (the ``limit`` fastest) of the most common design space:
-    ``trial``, ``latency_us`` and its decision at each site (as text; a categorical decision as
-    the candidate it picks), read from the traces.
+def trial_decisions(run: Any, *, limit: int | None = 300, task: str | None = None,
+                    space: str = "common") -> pd.DataFrame:
+    """One row per successful trial (the ``limit`` fastest) of one design space: ``trial``,
+    ``latency_us`` and its decision at each site (as text; a categorical decision as the
+    candidate it picks), read from the traces.
 
     Parameters
     ----------
     run : Run
         The records.
-    limit : int
-        Most trials to read.
+    limit : int, optional
+        Most trials to read (None: all).
+    task : str, optional
+        Only this task's trials (None: every trial).
+    space : {"common", "best"}
+        Which design space (trials with the same decision sites): the one most trials were
+        sampled from, or the one of the fastest trial.
     """
+    if space not in ("common", "best"):
+        raise ValueError(f"space must be 'common' or 'best', not {space!r}")
     trials = run.trials
-    ok = trials[trials["status"] == "ok"].nsmallest(limit, "latency_us")
+    if task is not None:
+        trials = trials[trials["task"] == task]
+    ok = trials[trials["status"] == "ok"]
+    ok = ok.nsmallest(limit if limit is not None else len(ok), "latency_us")
     rows, shapes = [], {}
     for index in ok.index:
         trace = run.trial(int(index)).trace
@@ -89,5 +100,5 @@ def trial_decisions(run: Any, *, limit: int = 300) -> pd.DataFrame:
                            "latency_us": float(trials.at[index, "latency_us"]), **decs}))
     if not rows:
         return pd.DataFrame({"trial": [], "latency_us": []})
-    common = max(shapes, key=shapes.get)
-    return pd.DataFrame([r for k, r in rows if k == common])
+    chosen = rows[0][0] if space == "best" else max(shapes, key=shapes.get)
+    return pd.DataFrame([r for k, r in rows if k == chosen])

@@ -25,6 +25,7 @@ from msviz.widgets.common import ErrorArea, Selection
 from msviz.widgets.design_space_view import DesignSpaceView
 from msviz.widgets.devices_view import DevicesView
 from msviz.widgets.evolution_view import EvolutionView
+from msviz.widgets.importance_view import ImportanceView
 from msviz.widgets.plots import PlotPanel
 from msviz.widgets.rules_editor import RulesEditor
 from msviz.widgets.tasks_view import TasksView, model_events
@@ -107,7 +108,9 @@ class Dashboard(W.VBox):
         self.table = TrialTable(trials)
         self.triage = W.HTML()
         traitlets.link((self.table, "selected"), (self.selection, "trial"))
-        self.plots = PlotPanel(trials, self._tasks(), run=lambda: self.run)
+        self.plots = PlotPanel(trials, self._tasks(), run=lambda: self.run, importance=(
+            ImportanceView(lambda: self.session if self.session is not None else self.run,
+                           loop=loop)))
         on_measure = None
         if self.session is not None:
             on_measure = lambda replay: self.session.remeasure(replay.schedule)  # noqa: E731

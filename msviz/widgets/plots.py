@@ -50,9 +50,13 @@ class PlotPanel(W.VBox):
         ``Run.tasks``, for the per-task bars of multi-task runs.
     run : Run or callable returning one, optional
         To read decisions from trial traces (parallel coordinates); drawn on request.
+    importance : ImportanceView, optional
+        Shown beside the decisions plot and drawn with it (decision importance, the proposed
+        space restriction and its re-run).
     """
 
-    def __init__(self, trials: Any, tasks: Any = None, *, run: Any = None) -> None:
+    def __init__(self, trials: Any, tasks: Any = None, *, run: Any = None,
+                 importance: Any = None) -> None:
         self.x_axis = W.ToggleButtons(options=[("by trial", "trial"), ("by wall time", "time")],
                                       value="trial", description="Best so far")
         self.metric = W.ToggleButtons(options=[("latency", "latency_us"), ("GFLOPS", "gflops")],
@@ -65,7 +69,10 @@ class PlotPanel(W.VBox):
         self.task_bars_box = W.Box([self.task_bars], layout=W.Layout(display="none"))
         self.decisions = figure_widget()
         # drawn on request (it reads traces): hidden until then, so no empty axes show
-        self.decisions_box = W.Box([self.decisions], layout=W.Layout(display="none"))
+        self.importance = importance
+        beside = [importance] if importance is not None else []
+        self.decisions_box = W.Box([self.decisions, *beside],
+                                   layout=W.Layout(display="none", flex_flow="row wrap"))
         self.decisions_button = W.Button(description="Plot decisions", icon="sliders",
                                          tooltip="read the fastest trials' traces")
         self.decisions_button.add_class("msviz-decisions-button")
@@ -150,13 +157,24 @@ class PlotPanel(W.VBox):
         if run is None:
             self.error.show(self, "no trials yet: no traces to read decisions from")
             return
+        task = _focus_task(self._trials)
         with self.error.guard(self, clear=False) as guard:
-            frame = trial_decisions(run)
+            frame = trial_decisions(run, task=task)
             show_figure(self.decisions, P.decision_plot_figure(P.decision_plot_info(frame)))
         if guard.failed:
             return
+        if self.importance is not None:
+            self.importance.show(task=task)
         self.decisions_box.layout.display = ""
         self.decisions_button.description = "Replot decisions"
         self.decisions_note.value = (
             f"<i>decisions of the {len(frame)} fastest trials of the most common design space, "
             f"as of trial {html.escape(str(len(run.trials)))}</i>")
+
+
+def _focus_task(trials: Any) -> str | None:
+    """The task the plots show: the only one, else the one with the most successful trials."""
+    if trials is None or "task" not in trials.columns or trials.empty:
+        return None
+    counts = trials.loc[trials["status"] == "ok", "task"].value_counts()
+    return str(counts.index[0]) if len(counts) else None
