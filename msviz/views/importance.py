@@ -231,16 +231,18 @@ def importance_figure(info: ImportanceInfo) -> Any:
         x=[s.importance for s in shown], y=[s.site for s in shown], orientation="h",
         customdata=hover, hovertemplate="%{y}: %{x:.3f}<br>top trials chose:<br>%{customdata}"
                                         "<extra></extra>"))
-    title = f"Decision importance ({info.method}"
-    title += f", top {info.top} of {info.trials} trials)" if info.trials else ")"
-    if info.task:
-        title += f" · {info.task}"
-    fig.update_layout(title=title, xaxis_title="importance (share)", xaxis_range=[0, 1],
-                      height=max(260, 60 + 28 * len(shown)),
-                      margin={"l": 170, "r": 20, "t": 50, "b": 45})
+    title = "Decision importance" + (f" · {info.task}" if info.task else "")
+    detail = info.method + (f", top {info.top} of {info.trials} trials" if info.trials else "")
+    fig.update_layout(title={"text": f"{title}<br><sup>{detail}</sup>", "y": 0.93,
+                             "yanchor": "bottom"},
+                      xaxis_title="importance (share)", xaxis_range=[0, 1],
+                      height=max(300, 100 + 28 * len(shown)),
+                      margin={"l": 170, "r": 20, "t": 95, "b": 45})
     if not info.sites:
         note_figure(fig, "no successful trial to read decisions from yet")
-    elif info.top == info.trials:
-        note_figure(fig, f"all {info.trials} trials of this design space count as winners: "
-                    "too few to tell sites apart")
+    elif info.top == info.trials:  # the bars stay readable; the note sits above them
+        fig.add_annotation(text=f"all {info.trials} trials of this design space count as "
+                           "winners: too few to tell sites apart", x=0, y=1, xref="paper",
+                           yref="paper", xanchor="left", yanchor="bottom", yshift=6,
+                           showarrow=False, font={"size": 12, "color": "#a33"})
     return fig

@@ -88,12 +88,14 @@ def test_importance_info_whole(same) -> None:
     assert list(fig.data[0].y) == ["#5 SampleComputeLocation", "#3 SampleCategorical",
                                    "#1 SamplePerfectTile"]
     assert list(fig.data[0].x) == [0.0, 0.0, 1.0]
-    assert fig.layout.title.text == "Decision importance (PED-ANOVA, top 2 of 6 trials) · GMM-0"
+    assert fig.layout.title.text == ("Decision importance · GMM-0<br>"
+                                     "<sup>PED-ANOVA, top 2 of 6 trials</sup>")
     assert not fig.layout.annotations
     # every trial a winner: the bars are equal shares, and the figure says why
     few = I.importance_figure(expected._replace(trials=2))
     assert few.layout.annotations[0].text == (
         "all 2 trials of this design space count as winners: too few to tell sites apart")
+    assert few.layout.yaxis.visible is not False  # the site names stay on the bars
 
 
 def test_importance_info_empty(same) -> None:
@@ -101,5 +103,5 @@ def test_importance_info_empty(same) -> None:
         info = I.importance_info(pd.DataFrame({"trial": [], "latency_us": []}))
     assert same(info, I.ImportanceInfo("PED-ANOVA", "", 0, 0, 0.1, math.nan, ()))
     fig = I.importance_figure(info)  # still draws its title and a note
-    assert fig.layout.title.text == "Decision importance (PED-ANOVA)"
+    assert fig.layout.title.text == "Decision importance<br><sup>PED-ANOVA</sup>"
     assert "no successful trial" in fig.layout.annotations[0].text
