@@ -46,13 +46,17 @@ def mlp_tasks() -> list:
 
 
 def _copy(session: Any, dest: Path, *, keep_profile: bool = False,
-          environment: dict | None = None, drop_task: str | None = None) -> Path:
-    """A copy of the session's work dir: its recorded profile dropped (unless kept), an
-    ``environment`` line added, the records of one task removed."""
+          keep_environment: bool = False, environment: dict | None = None,
+          drop_task: str | None = None) -> Path:
+    """A copy of the session's work dir: its recorded profile and the session's own
+    ``environment`` lines dropped (unless kept), an ``environment`` line added, the records of
+    one task removed."""
     shutil.copytree(session.work_dir, dest)
     side = dest / SIDECAR_FILE
+    dropped = ({"model_profile"} - ({"model_profile"} if keep_profile else set())) | (
+        set() if keep_environment else {"environment"})
     lines = [x for x in side.read_text().splitlines()
-             if keep_profile or json.loads(x).get("kind") != "model_profile"]
+             if json.loads(x).get("kind") not in dropped]
     if environment is not None:
         lines.append(json.dumps({"v": 1, "kind": "environment", **environment}))
     side.write_text("".join(x + "\n" for x in lines))
@@ -128,6 +132,14 @@ def test_model_named_by_the_environment(tuned: Any, tmp_path: Path) -> None:
     env = {"model": {"name": "mlp", "source": "mlp"}}
     frame = msviz.open(_copy(tuned, tmp_path / "wd", environment=env)).model_profile(runs=2)
     assert len(frame) == 4 and frame.attrs["runs"] == 2
+
+
+def test_model_named_by_the_sessions_own_environment(tuned: Any, tmp_path: Path) -> None:
+    # the session wrote its environment line (the catalogue's "mlp"): no model= needed
+    assert msviz.open(tuned.work_dir).environment["model"]["source"] == "mlp"
+    frame = msviz.open(_copy(tuned, tmp_path / "wd", keep_environment=True)).model_profile(runs=2)
+    assert list(frame["task"]) == [t.name for t in load("mlp").extract_tasks(
+        compat.make_target("llvm"))] and frame.attrs["runs"] == 2
 
 
 def test_bad_input_says_what(tuned: Any, tmp_path: Path) -> None:
