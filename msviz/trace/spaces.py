@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -61,7 +62,7 @@ def _categorical_value(inst: Any, decision: Any) -> Any:
 
 
 def trial_decisions(run: Any, *, limit: int | None = 300, task: str | None = None,
-                    space: str = "common") -> pd.DataFrame:
+                    space: str = "common", sample: int | None = None) -> pd.DataFrame:
     """One row per successful trial (the ``limit`` fastest) of one design space: ``trial``,
     ``latency_us`` and its decision at each site (as text; a categorical decision as the
     candidate it picks), read from the traces.
@@ -77,6 +78,10 @@ def trial_decisions(run: Any, *, limit: int | None = 300, task: str | None = Non
     space : {"common", "best"}
         Which design space (trials with the same decision sites): the one most trials were
         sampled from, or the one of the fastest trial.
+    sample : int, optional
+        Read at most this many of those trials, spread evenly over their latency ranking (the
+        fastest always among them), so the read stays bounded on long runs (a trace takes a
+        few ms to parse: 20,000 of them a minute) and the latency quantiles keep their shares.
     """
     if space not in ("common", "best"):
         raise ValueError(f"space must be 'common' or 'best', not {space!r}")
@@ -85,6 +90,8 @@ def trial_decisions(run: Any, *, limit: int | None = 300, task: str | None = Non
         trials = trials[trials["task"] == task]
     ok = trials[trials["status"] == "ok"]
     ok = ok.nsmallest(limit if limit is not None else len(ok), "latency_us")
+    if sample is not None and len(ok) > sample:
+        ok = ok.iloc[np.unique(np.linspace(0, len(ok) - 1, max(1, sample)).round().astype(int))]
     rows, shapes = [], {}
     for index in ok.index:
         trace = run.trial(int(index)).trace

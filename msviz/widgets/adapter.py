@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["UIAdapter"]
+__all__ = ["UIAdapter", "running_loop"]
 
 Handler = Callable[[list], Any]
 
@@ -25,6 +25,14 @@ Handler = Callable[[list], Any]
 #: The chatty rest (log lines, search stages) waits for the next slot of ``max_rate``.
 URGENT_KINDS = frozenset({"measured", "remeasured", "started", "paused", "resumed", "finished",
                           "stopped", "failed"})
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop (the kernel's, in a notebook cell), or None (a plain script)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class UIAdapter:
@@ -43,12 +51,7 @@ class UIAdapter:
 
     def __init__(self, source: Any, *, loop: asyncio.AbstractEventLoop | None = None,
                  max_rate: float = 10.0) -> None:
-        if loop is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-        self.loop = loop
+        self.loop = loop if loop is not None else running_loop()
         self.min_interval = 1.0 / max_rate
         self.handlers: list[Handler] = []
         self.errors: list[str] = []

@@ -3,7 +3,6 @@ button that applies it and re-runs the task, then compares the two runs."""
 
 from __future__ import annotations
 
-import asyncio
 import html
 from types import SimpleNamespace
 from typing import Any
@@ -13,7 +12,7 @@ import ipywidgets as W
 from msviz.engine.restriction import Restriction, propose_restriction
 from msviz.records import open_work_dir
 from msviz.views.importance import importance_figure
-from msviz.widgets.adapter import UIAdapter
+from msviz.widgets.adapter import UIAdapter, running_loop
 from msviz.widgets.common import ErrorArea, figure_widget
 from msviz.widgets.compare_view import CompareView, compare
 from msviz.widgets.plots import show_figure
@@ -41,12 +40,7 @@ class ImportanceView(W.VBox):
                  loop: Any = None) -> None:
         self._source = source
         self.rerun_options = dict(rerun_options or {})
-        if loop is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-        self._loop = loop
+        self._loop = loop if loop is not None else running_loop()
         self.figure = figure_widget()
         self.figure.add_class("msviz-importance-plot")
         self.proposal = W.HTML()

@@ -79,3 +79,19 @@ def test_a_trace_of_other_rules_is_from_no_space(gmm_context: Any) -> None:
     trace.apply_to_schedule(sch, remove_postproc=True)
     sch.split(sch.get_loops(sch.get_sblock("Z"))[0], [None, 1])
     assert space_of(sch.trace, keys) is None
+
+
+def test_trial_decisions_sample_keeps_the_fastest_and_the_slowest(gmm_work_dir: Any) -> None:
+    import msviz
+    from msviz.trace.spaces import trial_decisions
+
+    run = msviz.open(gmm_work_dir)
+    ok = run.trials[run.trials["status"] == "ok"].sort_values("latency_us", kind="stable")
+    assert len(ok) >= 3
+    everyone = trial_decisions(run, limit=None, space="best")  # the best trial's space
+    # two evenly spread over the latency ranking: rank 0 and the last rank
+    picks = [int(ok["trial"].iloc[0]), int(ok["trial"].iloc[-1])]
+    sampled = trial_decisions(run, limit=None, space="best", sample=2)
+    assert list(sampled["trial"]) == [t for t in picks if t in set(everyone["trial"])]
+    assert int(sampled["trial"].iloc[0]) == picks[0]
+    assert sampled.columns.tolist() == everyone.columns.tolist()
