@@ -92,7 +92,7 @@ def test_default_rules_follow_the_target() -> None:
     assert vnni.postprocs[3].params == {"vectorize_init_loop": True}
     assert vnni.schedule_rules[4].params["keep_untensorized"] is True
     assert [s.name for s in plain.schedule_rules] == [
-        s.name for s in RuleSet.default("llvm").schedule_rules]
+        s.name for s in RuleSet.default({"kind": "llvm", "num-cores": 2}).schedule_rules]
     assert plain.intrinsics() == []
 
 

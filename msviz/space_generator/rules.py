@@ -1,7 +1,8 @@
 """An editable, printable set of schedule rules, postprocs and mutator probabilities.
 
-``RuleSet.default("llvm")`` starts from MetaSchedule's own defaults for the target (the same
-rules, parameters and probabilities as ``ScheduleRule.create("llvm")`` etc.). Edit it, print it,
+``RuleSet.default("llvm")`` starts from MetaSchedule's own defaults for this machine's CPU (the
+same rules, parameters and probabilities as MetaSchedule picks for the target: its VNNI rules on
+an AVX-512 VNNI CPU, ``ScheduleRule.create("llvm")`` elsewhere). Edit it, print it,
 and hand it to ``Session(rules=...)`` or ``session.set_rules(...)``::
 
     rules = RuleSet.default("llvm")
@@ -190,13 +191,17 @@ class RuleSet:
 
         Parameters
         ----------
-        target : str | Target
-            ``"llvm"`` gives editable specs (the generic CPU rules); an llvm Target whose CPU has
-            AVX-512 VNNI adds MetaSchedule's tensorizing rule and postproc for
-            ``dot_16x4_vnni``, as MetaSchedule's own choice by target does; other kinds
+        target : str | dict | Target
+            An llvm target gives editable specs: MetaSchedule's CPU rules, plus its tensorizing
+            rule and postproc for ``dot_16x4_vnni`` when the CPU has AVX-512 VNNI, as
+            MetaSchedule's own choice by target does. ``"llvm"`` means this machine's CPU, as in
+            ``Session`` and ``msviz tune``, so it shows the space a session searches here; name
+            a CPU (``{"kind": "llvm", "mcpu": "skylake-avx512"}``) for another. Other kinds
             (``"cuda"``) hold MetaSchedule's own default objects, which can be removed or
             reordered but not re-parameterized.
         """
+        if isinstance(target, str) and target.split()[0] == "llvm":
+            target = compat.make_target(target)
         kind = target if isinstance(target, str) else str(compat.make_target(target).kind.name)
         if kind == "llvm":
             out = cls(
@@ -204,7 +209,7 @@ class RuleSet:
                 list(_LLVM_POSTPROCS),
                 dict(_LLVM_MUTATORS),
             )
-            intrin = None if isinstance(target, str) else intrinsics.default_intrin(target)
+            intrin = intrinsics.default_intrin(target)
             if intrin is not None:  # MetaSchedule's DefaultX86 rules for a VNNI CPU
                 (rule, rparams), (post, pparams) = intrinsics.tensorize_specs(intrin)
                 out.schedule_rules.insert(

@@ -11,8 +11,12 @@ from msviz import compat
 from msviz.engine import RuleError, RuleSet
 
 
+#: A CPU without AVX-512 VNNI: MetaSchedule's generic llvm rules, ``ScheduleRule.create("llvm")``.
+GENERIC_CPU = {"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2}
+
+
 def test_default_rules_match_metaschedule() -> None:
-    rules = RuleSet.default("llvm")
+    rules = RuleSet.default(GENERIC_CPU)
     built, postprocs, mutators = rules.build()
     ms = compat.ms
     stock = list(ms.schedule_rule.ScheduleRule.create("llvm"))
@@ -40,15 +44,29 @@ def test_default_rules_make_metaschedules_design_spaces(name: str) -> None:
                              task_name=name, rand_state=11, num_threads=1)
         return [str(s.trace) for s in ctx.generate_design_space()]
 
-    ours = spaces(RuleSet.default("llvm").space_generator())
+    ours = spaces(RuleSet.default(GENERIC_CPU).space_generator())
     theirs = spaces(ms.space_generator.PostOrderApply(
         sch_rules="llvm", postprocs="llvm", mutator_probs="llvm"))
     assert len(ours) >= 1 and ours == theirs
     if name != "GMM-0":
         return
-    changed = spaces(RuleSet.default("llvm").set("MultiLevelTiling", max_innermost_factor=8)
+    changed = spaces(RuleSet.default(GENERIC_CPU).set("MultiLevelTiling", max_innermost_factor=8)
                      .space_generator())
     assert changed != theirs  # the comparison sees a parameter str() does not print
+
+
+def test_llvm_means_this_machine_as_in_a_session(tmp_path: Path) -> None:
+    """``RuleSet.default("llvm")`` is the space a session on "llvm" searches on this machine,
+    whatever its CPU (VNNI rules on a VNNI host), and equals the rules of the host target."""
+    from msviz.engine import Session
+
+    session = Session("GMM-0", work_dir=tmp_path / "wd", max_trials=4, trials_per_batch=4)
+    assert str(RuleSet.default("llvm")) == str(session.rules)
+    assert str(RuleSet.default("llvm")) == str(RuleSet.default(compat.make_target("llvm")))
+    # the host's CPU flags as the kernel reports them, read independently of LLVM's host query
+    flags = Path("/proc/cpuinfo").read_text().split()
+    vnni_host = "avx512_vnni" in flags
+    assert ("MultiLevelTilingWithIntrin" in str(RuleSet.default("llvm"))) == vnni_host
 
 
 @pytest.mark.parametrize(

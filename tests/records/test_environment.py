@@ -11,7 +11,7 @@ from msviz.space_generator import RuleSet
 
 
 def test_rules_survive_json() -> None:
-    rules = RuleSet.default("llvm").set("MultiLevelTiling", max_innermost_factor=16)
+    rules = RuleSet.default({"kind": "llvm", "num-cores": 2}).set("MultiLevelTiling", max_innermost_factor=16)
     rules.remove("AddRFactor")
     rules.mutator_probs["MutateUnroll"] = 0.5
     data = json.loads(json.dumps(rules_to_json(rules)))
@@ -22,6 +22,15 @@ def test_rules_survive_json() -> None:
         "structure": "SSRSRS", "tile_binds": None, "max_innermost_factor": 16,
         "vector_load_lens": None, "reuse_read": None,
         "reuse_write": {"req": "may", "levels": [1, 2], "scope": "global"}}}
+
+
+def test_vnni_rules_survive_json() -> None:
+    rules = RuleSet.default({"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2})
+    data = json.loads(json.dumps(rules_to_json(rules)))
+    again = rules_from_json(data)
+    assert str(again) == str(rules) and again.intrinsics() == ["dot_16x4_vnni"]
+    assert data["postprocs"][3] == {"name": "RewriteTensorize",
+                                    "params": {"vectorize_init_loop": True}}
 
 
 def _env(**host: object) -> dict:
