@@ -13,6 +13,8 @@ one-time ``import tvm.s_tir.tensor_intrin`` happens before timing starts):
                    the engine takes from the time the earlier model scoring takes
 * ``msviz-task16``  ``msviz.Session(model, cost_model_task_warmup=16)``: a task's warm-up lasts
                    until the model has trained on 16 of its samples (two batches of 8)
+* ``msviz-ranked`` / ``msviz-unranked``  ``task_warmup_ranked=True`` / ``False``: a task's warm-up
+                   batch picked by the shared cost model's scores, or at random
 
 All use the same target (this host's CPU, ``msviz.compat.make_target("llvm")``), the same builder
 (``LocalBuilder`` with msviz's fast build function) and the stock ``LocalRunner``; ``tune_relax``
@@ -49,10 +51,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from profiles import msviz_stages, overhead_lines, side_by_side
 
-CONFIGS = ("msviz", "stock", "stock+msviz", "msviz-warmup100", "msviz-task16")
+CONFIGS = ("msviz", "stock", "stock+msviz", "msviz-warmup100", "msviz-task16", "msviz-ranked",
+           "msviz-unranked")
 #: Knobs of each msviz Session configuration.
 SESSION_KNOBS = {"msviz": {}, "msviz-warmup100": {"cost_model_warmup": 100},
-                 "msviz-task16": {"cost_model_task_warmup": 16}}
+                 "msviz-task16": {"cost_model_task_warmup": 16},
+                 "msviz-ranked": {"task_warmup_ranked": True},
+                 "msviz-unranked": {"task_warmup_ranked": False}}
 
 
 def task_split(work_dir: Path, tasks: list) -> dict[str, int]:

@@ -46,3 +46,28 @@ def test_first_batches_are_a_warmup_in_preset_msviz(tmp_path: Path, tiny_session
     assert session.wait(600) == "finished"
     assert _generations(session) == expected
     assert len(session.trials) == trials
+
+
+def test_a_ranked_warmup_picks_the_best_scored_fresh_samples(tmp_path: Path,
+                                                             tiny_session: Any) -> None:
+    """``task_warmup_ranked``: once the cost model is trained (after the first batch here), a
+    warm-up generation still runs no genetic iteration but picks its fresh samples by score:
+    the by-score picks are the top-scored fresh samples of its one scoring pass."""
+    session = tiny_session(tmp_path / "wd", population_size=32, init_min_unmeasured=8,
+                           max_trials=12, trials_per_batch=4, cost_model_task_warmup=16,
+                           task_warmup_ranked=True, eps_greedy=0.0)
+    session.start()
+    assert session.wait(600) == "finished"
+    events = session.events.snapshot()
+    inits = [e for e in events if e.kind == "initial_population"]
+    gens = [e for e in events if e.kind == "generation"]
+    picked = [e for e in events if e.kind == "picked"]
+    # no model before the first batch: a random warm-up; then ranked ones, all one scoring each
+    assert [(e["task_warmup"], e["warmup_ranked"]) for e in inits] == [
+        (True, False), (True, True), (True, True)]
+    assert [e["iteration"] for e in gens] == [0, 0, 0]
+    assert [(e["by_score"], e["by_random"]) for e in picked] == [(0, 4), (4, 0), (4, 0)]
+    for init, gen, pick in list(zip(inits, gens, picked))[1:]:
+        fresh_scores = sorted(gen["scores"][init["from_database"]:], reverse=True)
+        got = sorted((c["predicted_score"] for c in pick["candidates"]), reverse=True)
+        assert got == pytest.approx(fresh_scores[:4])

@@ -224,11 +224,22 @@ class EvolutionarySearch:
         and runs no genetic iteration."""
         return self.task_samples < self.knobs.cost_model_task_warmup
 
+    def ranks_in_warmup(self) -> bool:
+        """True when a task warm-up generation ranks its fresh samples with the cost model
+        (``knobs.task_warmup_ranked``, and the shared model is trained, on other tasks'
+        samples or this task's first ones), instead of picking at random."""
+        return self.knobs.task_warmup_ranked and not self._model_untrained()
+
     def _untrained(self) -> bool:
         """True while an ``XGBModel`` would answer with numpy's *global* random numbers, or
-        the search is in its task warm-up (the model's scores are not used)."""
-        if self.in_task_warmup():
+        the search is in a task warm-up that does not rank (the model's scores are not
+        used)."""
+        if self.in_task_warmup() and not self.knobs.task_warmup_ranked:
             return True
+        return self._model_untrained()
+
+    def _model_untrained(self) -> bool:
+        """True while an ``XGBModel`` has no booster or is in its own sample warm-up."""
         model = self.cost_model
         if not isinstance(model, compat.ms.cost_model.XGBModel):
             return False
@@ -401,6 +412,7 @@ class EvolutionarySearch:
         # A task warm-up generation (cost_model_task_warmup): the model's scores would rank
         # noise, so no genetic iterations, and only as many fresh samples as random picks need.
         warmup = self.in_task_warmup()
+        ranked = warmup and self.ranks_in_warmup()
         num_iters = 0 if warmup else knobs.genetic_num_iters
         self.take_failures()
         with self.timeit("EvoSearch/PickBestFromDatabase"):
@@ -419,6 +431,7 @@ class EvolutionarySearch:
                 "fresh": len(fresh),
                 "enough": len(fresh) >= knobs.init_min_unmeasured and bool(inits),
                 "task_warmup": warmup,
+                "warmup_ranked": ranked,
                 "failures": self.take_failures(),
                 "candidates": [
                     {**c.lineage(), "decisions": decisions_of(c.sch.trace)} for c in inits
@@ -482,8 +495,9 @@ class EvolutionarySearch:
                 population, failures = self._mutate(population, scores, iteration + 1)
         bests = [c for _, _, c in sorted(heap, key=lambda t: (-t[0], -t[1]))]
         with self.timeit("EvoSearch/PickWithEpsGreedy"):
-            # a warm-up's scores are random: every pick is a random one, so none takes another's
-            picks = self.pick_with_eps_greedy(fresh, [] if warmup else bests, num)
+            # an unranked warm-up's scores are random: every pick is a random one, so none
+            # takes another's; a ranked one picks its best-scored fresh samples
+            picks = self.pick_with_eps_greedy(fresh, bests if ranked or not warmup else [], num)
         yield Stage(
             "picked",
             {

@@ -1,7 +1,7 @@
 """Search knobs and the named presets that fill them (``"msviz"`` default, ``"stock"``).
 
 The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySearch``
-(``evolutionary_search.cc``) plus four that stock MetaSchedule fixes elsewhere or lacks:
+(``evolutionary_search.cc``) plus five that stock MetaSchedule fixes elsewhere or lacks:
 
 * ``cost_model_warmup``: ``XGBModel(num_warmup_samples=...)``. Stock is 100: until 100 trials are
   measured the model returns uniform random scores, so the first batches are picked at random.
@@ -16,6 +16,11 @@ The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySea
   from them. Stock is 0 (no such warm-up); msviz uses 16: one batch of msviz's default 16 (or
   of 64), two of 8. A warm-up batch costs a fraction of a generation (a model's round-robin
   warm-up, a batch per task, gains most); ``benchmarks/model_vs_stock.py`` measured 1 and 16.
+* ``task_warmup_ranked``: a task warm-up generation still ranks its fresh samples with the
+  shared cost model once that model is trained (on other tasks' measurements, as stock's one
+  ``XGBModel`` learns from every task) and picks the best-scored, with no genetic iterations:
+  a task's first batch is then chosen by what the other tasks taught the model, at the cost of
+  one scoring pass over a few dozen samples. Off, warm-up picks are random.
 * ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
   continues a work dir re-measures schedules the database already holds. msviz skips them.
 
@@ -60,6 +65,9 @@ class SearchKnobs:
     cost_model_task_warmup : int
         Measured samples of this task before a generation evolves with the cost model; before,
         it samples ``max(init_min_unmeasured, 2 * batch)`` fresh schedules and picks at random.
+    task_warmup_ranked : bool
+        During a task warm-up, pick the fresh samples the trained cost model scores best
+        (no genetic iterations) instead of at random.
     skip_db_measured : bool
         Never pick a schedule the database already holds (stock: only this run's).
     eps_greedy_at_least_one : bool
@@ -78,6 +86,7 @@ class SearchKnobs:
     num_empty_iters_before_early_stop: int = 5
     cost_model_warmup: int = 100
     cost_model_task_warmup: int = 0
+    task_warmup_ranked: bool = False
     skip_db_measured: bool = False
     eps_greedy_at_least_one: bool = False
 
@@ -102,7 +111,7 @@ class SearchKnobs:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"search knob {name} must be an int >= {low}, got {value!r}")
-        for name in ("skip_db_measured", "eps_greedy_at_least_one"):
+        for name in ("task_warmup_ranked", "skip_db_measured", "eps_greedy_at_least_one"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise ValueError(f"search knob {name} must be True or False, got {value!r}")
