@@ -1,4 +1,5 @@
-"""What a higher layer lends a lower one: the dashboard the widgets draw.
+"""What a higher layer lends a lower one: the dashboard the widgets draw, and
+:func:`msviz.why_not` for ``Trial.why_not`` (records sit below the analysis layer).
 
 ``Session.dashboard()`` and ``Run.dashboard()`` live in layers that never import widgets; they
 call :func:`dashboard`, which calls the factory the package root registers
@@ -12,9 +13,10 @@ from typing import Any
 
 from msviz.errors import MsvizError
 
-__all__ = ["dashboard", "register_dashboard"]
+__all__ = ["dashboard", "register_dashboard", "register_why_not", "why_not"]
 
 _dashboard: Callable[..., Any] | None = None
+_why_not: Callable[..., Any] | None = None
 
 
 def register_dashboard(factory: Callable[..., Any]) -> None:
@@ -29,3 +31,17 @@ def dashboard(source: Any, **options: Any) -> Any:
         raise MsvizError("no dashboard is registered: import msviz (its root registers "
                          "msviz.dashboard)")
     return _dashboard(source, **options)
+
+
+def register_why_not(func: Callable[..., Any]) -> None:
+    """Make ``func(workload, **options)`` what ``Trial.why_not`` and ``Session.why_not`` call."""
+    global _why_not
+    _why_not = func
+
+
+def why_not(workload: Any, **options: Any) -> Any:
+    """The registered :func:`msviz.why_not` of ``workload`` (a Trial, or a session's)."""
+    if _why_not is None:
+        raise MsvizError("no why_not is registered: import msviz (its root registers "
+                         "msviz.why_not)")
+    return _why_not(workload, **options)

@@ -1,8 +1,8 @@
 """Why not? A transformation the user expected, forced, and what blocks it named.
 
 ``why_not(workload, tensorize="dot_16x4_vnni")`` (or ``tile=``, ``vectorize=``, ``parallel=``,
-``unroll=``, ``compute_at=``, ``decision=``) starts from the workload's design spaces (MetaSchedule's
-``PostOrderApply`` under the target's rules) or from a trial's trace, checks what is wanted
+``unroll=``, ``compute_at=``, ``decision=``) starts from the workload's design spaces
+(MetaSchedule's ``PostOrderApply`` under the target's rules) or from a trial's trace, checks what is wanted
 against the conditions of the rule that would produce it, forces it (a decision edit or a
 schedule primitive), replays, then runs the postprocs one by one as MetaSchedule does (the
 target's verifiers, e.g. ``VerifyGPUCode`` on CUDA, are postprocs too). The answer is a
@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from msviz import compat
 from msviz.analysis.intrin_match import block_compute, compare_with_intrinsic, find_block
 from msviz.analysis.wants import Block, Plan, _clip, _Hard, resolve_want, tvm_text
+from msviz.check.schedule import Reference, random_inputs
 from msviz.space_generator import RuleSet
 from msviz.space_generator.intrinsics import (
     AUTO_TENSORIZE,
@@ -31,7 +32,7 @@ from msviz.trace.sites import decision_sites
 from msviz.trace.source import fresh_schedule, resolve_trace
 from msviz.workloads import resolve
 
-__all__ = ["WANTS", "WhyNot", "why_not"]
+__all__ = ["WANTS", "WhyNot", "measure", "why_not"]
 
 #: What can be asked for, in the order they are forced.
 WANTS = ("tensorize", "tile", "decision", "unroll", "compute_at", "parallel", "vectorize")
@@ -212,8 +213,9 @@ def _force(mod: Any, trace: Any, plan: Plan, postprocs: list) -> tuple:
             want = tuple(value) if isinstance(value, list) else value
             if got != want:
                 shown = list(want) if isinstance(want, tuple) else want
+                got = list(got) if isinstance(got, tuple) else got
                 repaired.append(f"TVM replaced the decision {shown} of instruction {i} "
-                                f"({insts[i].kind.name}) with {list(got) if isinstance(got, tuple) else got}")
+                                f"({insts[i].kind.name}) with {got}")
         for name, fn in plan.prims:
             try:
                 fn(sch)
@@ -274,11 +276,12 @@ def _answer(want: dict, mod: Any, target: Any, space: Any, plan: Plan, *, diffs:
             repaired: tuple = ()) -> WhyNot:
     blocks = [b for b in plan.blocks] + ([failed] if failed is not None else [])
     tvm = "; ".join(m for m in [*(b.tvm_message for b in blocks), *repaired] if m)
-    notes = [d for d in diffs if "layout" in d and not blocks]
+    notes = list(diffs) if not blocks else []
     if not blocks:
         reason = "MetaSchedule produces it: it is in the search space and passes every postproc"
         if notes:
-            reason += "; but " + "; ".join(notes)
+            reason += ("; but its result will be wrong: " + "; ".join(notes)
+                       + " (Measure checks the result)")
         return WhyNot(want, True, "", reason, tvm, "", sch.mod.script(), diffs, steps,
                       space, sch, mod, target)
     first = blocks[0]
@@ -364,3 +367,39 @@ def why_not(workload: Any, *, target: Any = "llvm", rules: Any = None, **want: A
         if answers[-1].possible:
             return answers[-1]
     return next((a for a in answers if a.schedule), answers[0])
+
+
+def measure(answer: WhyNot, *, repeats: int = 3, seed: int = 0) -> dict:
+    """Build a forced schedule, check its result against the untuned workload, time it.
+
+    Parameters
+    ----------
+    answer : WhyNot
+        With a forced schedule (``answer.forced``).
+    repeats : int
+        Timed repeats (the median is reported).
+    seed : int
+        Seed of the random inputs of the result check.
+
+    Returns
+    -------
+    result : dict
+        ``{"check": "ok" | "wrong" | "error", "detail", "latency_us", "error"}``, as a session's
+        re-measure reports an edit.
+    """
+    if answer.forced is None:
+        raise ValueError("this WhyNot has no forced schedule to measure: "
+                         f"{answer.blocked_by} blocks it ({answer.reason[:200]})")
+    target = answer.target
+    try:
+        func = compat.fast_build(answer.forced.mod, target)
+    except Exception as err:
+        return {"check": "error", "detail": "", "latency_us": None,
+                "error": f"the forced schedule does not build: {tvm_text(err)}"}
+    checked = Reference(answer.workload_mod, target, seed=seed).check(func)
+    device = compat.device_of(target)
+    args = [compat.to_tensor(a, device) for a in random_inputs(answer.workload_mod, seed)]
+    timer = func.time_evaluator("main", device, number=1, repeat=repeats)
+    latency = sorted(timer(*args).results)[repeats // 2] * 1e6
+    return {"check": checked.outcome,
+            "detail": checked.detail, "latency_us": latency, "error": None}
