@@ -237,4 +237,4 @@ def compare_with_intrinsic(block: BlockCompute, desc: BlockCompute,
                 f"elements (lay {_buffer(block, role)} out so that each "
                 f"{'x'.join(str(a.extent) for a in desc.axes if role in a.roles)} tile is "
                 "contiguous)", False))
-    return diffs
+    return sorted(diffs, key=lambda d: not d.blocks)  # what stops the rule first

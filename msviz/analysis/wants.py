@@ -130,7 +130,9 @@ def _unroll(plan: Plan, steps: Any) -> None:
                "never samples it")
 
     def annotate(sch: Any) -> None:
-        sch.annotate(sch.get_sblock("root"), key, steps)
+        root = sch.get_sblock("root")
+        sch.unannotate(root, key)  # the sampled step's annotation, replaced
+        sch.annotate(root, key, steps)
 
     plan.prims.append((f"annotate {key}={steps}", annotate))
 
@@ -152,15 +154,22 @@ def _compute_at(plan: Plan, want: Any, prefix: Any) -> None:
             return
     valid = ", ".join(site.labels)
     sch = prefix(site.index)
-    message = ""
+    found = loops_by_name(sch).get(loop)
+    reason = (f"loop {loop} is not a place block {block} can be computed at (the valid ones: "
+              f"{valid})")
+    if found is None:
+        plan.block("SampleComputeLocation", reason, hard=True,
+                   tvm_message=f"no loop {loop} exists where block {block} is placed")
+        return
+    extent = int(sch.get(found[0]).extent)
     try:
-        sch.compute_at(sch.get_sblock(block), loops_by_name(sch)[loop][0])
-    except KeyError:
-        message = f"no loop {loop} exists where block {block} is placed"
+        sch.compute_at(sch.get_sblock(block), found[0])
     except Exception as err:
-        message = tvm_text(err)
-    plan.block("SampleComputeLocation", f"loop {loop} is not a place block {block} can be "
-               f"computed at (the valid ones: {valid})", hard=True, tvm_message=message)
+        plan.block("SampleComputeLocation", reason, hard=True, tvm_message=tvm_text(err))
+        return
+    plan.block("SampleComputeLocation", f"{reason}; TVM's compute_at accepts loop {loop} "
+               f"(extent {extent}), but SampleComputeLocation never offers it",
+               hard=True, ir=_clip(sch.get(found[0]).script()))
 
 
 # -- loop wants (primitives) -----------------------------------------------------------------
