@@ -1,13 +1,14 @@
 """Why not? A transformation the user expected, forced, and what blocks it named.
 
-``why_not(workload, tensorize="dot_16x4_vnni")`` (or ``tile=``, ``vectorize=``, ``parallel=``,
-``unroll=``, ``compute_at=``, ``decision=``) starts from the workload's design spaces
-(MetaSchedule's ``PostOrderApply`` under the target's rules) or from a trial's trace, checks what is wanted
-against the conditions of the rule that would produce it, forces it (a decision edit or a
-schedule primitive), replays, then runs the postprocs one by one as MetaSchedule does (the
-target's verifiers, e.g. ``VerifyGPUCode`` on CUDA, are postprocs too). The answer is a
-:class:`WhyNot`: possible or not, what blocks it (as MetaSchedule names it), the reason in words
-with the numbers and TVM's own message, the IR fragment, and the forced schedule.
+``why_not(workload, tensorize="dot_16x4_vnni")`` (or ``tile=``, ``vectorize=``,
+``parallel=``, ``unroll=``, ``compute_at=``, ``decision=``) starts from the workload's design
+spaces (MetaSchedule's ``PostOrderApply`` under the target's rules) or from a trial's trace,
+checks what is wanted against the conditions of the rule that would produce it, forces it (a
+decision edit or a schedule primitive), replays, then runs the postprocs one by one as
+MetaSchedule does (the target's verifiers, e.g. ``VerifyGPUCode`` on CUDA, are postprocs too).
+The answer is a :class:`WhyNot`: possible or not, what blocks it (as MetaSchedule names it), the
+reason in words with the numbers and TVM's own message, the IR fragment, and the forced
+schedule.
 """
 
 from __future__ import annotations
