@@ -15,33 +15,31 @@ from msviz.errors import MsvizError
 
 __all__ = ["dashboard", "register_dashboard", "register_why_not", "why_not"]
 
-_dashboard: Callable[..., Any] | None = None
-_why_not: Callable[..., Any] | None = None
+_registered: dict[str, Callable[..., Any]] = {}
+
+
+def _call(name: str, source: Any, **options: Any) -> Any:
+    if name not in _registered:
+        raise MsvizError(f"no {name} is registered: import msviz (its root registers "
+                         f"msviz.{name})")
+    return _registered[name](source, **options)
 
 
 def register_dashboard(factory: Callable[..., Any]) -> None:
     """Make ``factory(source, **options)`` the dashboard of Sessions and Runs."""
-    global _dashboard
-    _dashboard = factory
+    _registered["dashboard"] = factory
 
 
 def dashboard(source: Any, **options: Any) -> Any:
     """The registered dashboard of ``source`` (a Session or a Run)."""
-    if _dashboard is None:
-        raise MsvizError("no dashboard is registered: import msviz (its root registers "
-                         "msviz.dashboard)")
-    return _dashboard(source, **options)
+    return _call("dashboard", source, **options)
 
 
 def register_why_not(func: Callable[..., Any]) -> None:
     """Make ``func(workload, **options)`` what ``Trial.why_not`` and ``Session.why_not`` call."""
-    global _why_not
-    _why_not = func
+    _registered["why_not"] = func
 
 
 def why_not(workload: Any, **options: Any) -> Any:
     """The registered :func:`msviz.why_not` of ``workload`` (a Trial, or a session's)."""
-    if _why_not is None:
-        raise MsvizError("no why_not is registered: import msviz (its root registers "
-                         "msviz.why_not)")
-    return _why_not(workload, **options)
+    return _call("why_not", workload, **options)

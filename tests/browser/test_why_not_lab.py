@@ -5,24 +5,15 @@ Screenshots: ``artifacts/why-not-*.png``."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import pytest
-
-from msviz import compat
 from tests.browser.jupyterlab import lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT
+from tests.browser.test_vnni_views import ARTIFACTS, _shot
+from tests.browser.test_vnni_views import pytestmark as vnni_marks
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not compat.target_has_features(compat.make_target("llvm"),
-                                                      ("avx512vnni",)),
-                       reason="this CPU has no AVX-512 VNNI"),
-]
-
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+pytestmark = vnni_marks  # a browser test, on a VNNI CPU only
 
 CELLS = [
     "import msviz\n"
@@ -48,13 +39,6 @@ def _click(driver, selector: str, index: int) -> None:
     driver.execute_script(
         f"const b = document.querySelectorAll({selector!r})[{index}];"
         "b.scrollIntoView({block: 'center'}); b.click();")
-
-
-def _shot(driver, selector: str, name: str, index: int = 0) -> None:
-    driver.execute_script(
-        f"document.querySelectorAll({selector!r})[{index}].scrollIntoView({{block: 'start'}})")
-    time.sleep(1.0)
-    driver.save_screenshot(str(ARTIFACTS / name))
 
 
 def test_why_not_panel_in_the_browser(tmp_path: Path) -> None:
