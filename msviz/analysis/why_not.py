@@ -110,6 +110,8 @@ def _starts(workload: Any, target: Any, rules: RuleSet, intrin: str | None) -> t
         if intrin is None or uses:
             return mod, [(None, trace)]
         workload = mod
+    if hasattr(workload, "workload") and not isinstance(workload, str):  # a model's task
+        workload = workload.workload
     mod = resolve(workload).mod
     compat.register_tensor_intrins()  # before the TuneContext imports them, slowly
     ctx = compat.ms.TuneContext(mod=mod, target=target, space_generator=rules.space_generator(
@@ -302,9 +304,9 @@ def why_not(workload: Any, *, target: Any = "llvm", rules: Any = None, **want: A
 
     Parameters
     ----------
-    workload : str | PrimFunc | IRModule | Workload | Trial
-        A catalogue name (``"I8DP-0"``), a program, or a trial (its trace is the start;
-        otherwise the design spaces under ``rules`` are).
+    workload : str | PrimFunc | IRModule | Workload | ModelTask | Trial
+        A catalogue name (``"I8DP-0"``), a program, a task of a model (``session.tasks[i]``),
+        or a trial (its trace is the start; otherwise the design spaces under ``rules`` are).
     target : str | dict | Target
         The target (``"llvm"``: this machine's CPU).
     rules : RuleSet, optional

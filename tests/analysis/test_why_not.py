@@ -173,6 +173,13 @@ def test_compute_at() -> None:
     assert at < pad and lines[at].index("for") < lines[pad].index("with")
 
 
+def test_a_model_task_is_its_workload() -> None:
+    from msviz.models.model import ModelTask
+
+    task = ModelTask(0, "matmul", 1, msviz.workloads.get("GMM-0"))
+    assert why_not(task, unroll=32).reason == why_not("GMM-0", unroll=32).reason
+
+
 def test_unknown_want_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="why_not\\(\\) wants one or more of tensorize"):
         why_not("GMM-0", vectorise="j_3")
