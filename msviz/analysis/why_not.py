@@ -13,6 +13,7 @@ schedule.
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from msviz import compat
@@ -249,9 +250,27 @@ def _force(mod: Any, trace: Any, plan: Plan, postprocs: list) -> tuple:
         why = tvm_text(outcome.error) if outcome.error is not None else ""
         text = f"postproc {name} rejects the forced schedule" + (
             "" if why else " (it returned False: the schedule breaks its conditions)")
+        if name == "VerifyGPUCode":
+            text += _gpu_threads(sch.mod.script(), plan.target)
         return None, steps, Block(name, text, tvm_message=why,
                                   ir=_clip(sch.mod.script(), 80)), repaired
     return outcome.schedule, steps, None, repaired
+
+
+def _gpu_threads(script: str, target: Any) -> str:
+    """The threads per block of a scheduled kernel against the target's limit, in words."""
+    extents: dict[str, int] = {}
+    for extent, axis in re.findall(r'T\.thread_binding\((\d+), thread="(threadIdx\.\w)"', script):
+        extents[axis] = max(extents.get(axis, 1), int(extent))
+    limit = target.attrs.get("max_threads_per_block") if target is not None else None
+    if not extents or limit is None:
+        return ""
+    total = 1
+    for n in extents.values():
+        total *= n
+    shown = " x ".join(f"{a} {n}" for a, n in sorted(extents.items()))
+    relation = ">" if total > int(limit) else "<="
+    return f": {shown} = {total} threads per block {relation} max_threads_per_block {int(limit)}"
 
 
 def _has_vectorized(mod: Any) -> bool:

@@ -173,6 +173,16 @@ def test_compute_at() -> None:
     assert at < pad and lines[at].index("for") < lines[pad].index("with")
 
 
+def test_a_gpu_verifier_names_the_threads() -> None:
+    # CUDA GMM-0 tiles i and j in 5 levels; the third is bound to threadIdx.x: 128 x 16 threads
+    got = why_not("GMM-0", target="cuda", tile={"i": [1, 1, 128, 1, 1], "j": [1, 1, 16, 1, 8]})
+    assert (got.possible, got.blocked_by) == (False, "VerifyGPUCode")
+    assert got.reason == ("postproc VerifyGPUCode rejects the forced schedule (it returned "
+                          "False: the schedule breaks its conditions): threadIdx.x 2048 = 2048 "
+                          "threads per block > max_threads_per_block 1024")
+    assert got.steps[-1] == ("VerifyGPUCode", "failed")
+
+
 def test_a_model_task_is_its_workload() -> None:
     from msviz.models.model import ModelTask
 
