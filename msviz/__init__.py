@@ -61,6 +61,7 @@ __all__ = [
     "rpc",
     "search_strategy",
     "trace_rows",
+    "why_not",
     "with_decisions",
     "workloads",
 ]
@@ -88,4 +89,14 @@ def compare(*sources: Any, names: Any = None) -> Any:
     return compare_runs(*sources, names=names)
 
 
+def why_not(workload: Any, *, target: Any = "llvm", rules: Any = None, **want: Any) -> Any:
+    """Force a transformation MetaSchedule did not produce and say what blocks it: see
+    :func:`msviz.analysis.why_not.why_not` (imported on first use: it loads MetaSchedule's
+    rules and tensor intrinsics)."""
+    from msviz.analysis.why_not import why_not as analyse  # heavy: MetaSchedule's rules
+
+    return analyse(workload, target=target, rules=rules, **want)
+
+
 hooks.register_dashboard(dashboard)
+hooks.register_why_not(why_not)

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("trace",),
     ("space_generator", "check"),
     ("records",),
+    ("analysis",),
     ("views",),
     ("engine",),
     ("fleet",),

@@ -376,6 +376,10 @@ class Session:
         """The best trial so far (as ``msviz.open(work_dir).best()`` would pick it)."""
         return self._live.get().best()
 
+    def why_not(self, **want: Any) -> Any:
+        """``msviz.why_not`` of this session's workload, target and rules now (first task)."""
+        return hooks.why_not(self.workload, target=self.target, rules=self.rules, **want)
+
     def dashboard(self, **options: Any) -> Any:
         """A notebook dashboard following this session (controls, progress, views); the same
         as ``msviz.dashboard(session)``."""

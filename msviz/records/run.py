@@ -99,6 +99,10 @@ class Trial:
         """The IRModule after applying the trace."""
         return self.schedule.mod
 
+    def why_not(self, **want: Any) -> Any:
+        """``msviz.why_not(trial, **want)``: force a transformation from this trial's trace."""
+        return hooks.why_not(self, **want)
+
     def check(self, inputs: Any = None, rtol: float | None = None, atol: float | None = None,
               *, seed: int = 0) -> Any:
         """Build this trial's schedule and the untuned workload, run both, compare outputs.

@@ -137,7 +137,7 @@ class Dashboard(W.VBox):
             self.spaces = DesignSpaceView(self.session.workload, target=target,
                                           rules=self.session.rules, compute=False,
                                           generate=lambda rules: self.session.design_spaces(
-                                              rules))
+                                              rules), on_measure=on_measure)
             self.rules_editor = RulesEditor(self.session.rules, on_apply=self._apply_rules)
             children += [("Evolution", self.evolution), ("Design spaces", self.spaces),
                          ("Rules", self.rules_editor)]

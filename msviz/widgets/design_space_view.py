@@ -8,9 +8,12 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.analysis.why_not import why_not
 from msviz.space_generator import design_spaces_and_warnings
 from msviz.views.design_spaces import DesignSpaceInfo, design_space_info, space_changes
 from msviz.widgets.common import ErrorArea, code_html
+from msviz.widgets.trace_view import measured_text
+from msviz.widgets.why_not_view import WhyNotView
 
 __all__ = ["DesignSpaceView"]
 
@@ -30,11 +33,14 @@ class DesignSpaceView(W.VBox):
         ``generate(rules)`` -> ``(spaces, warnings)`` or a Future of them (a session's
         :meth:`~msviz.Session.design_spaces`, which its worker answers between stages); default:
         generated here, for a finished run.
+    on_measure : callable, optional
+        What the "Why not?" panel's Measure calls (a session's re-measure); default: built,
+        checked and timed here.
     """
 
     def __init__(self, workload: Any, *, target: Any = "llvm", rules: Any = None,
-                 compute: bool = True, generate: Any = None) -> None:
-        self.workload, self.target = workload, target
+                 compute: bool = True, generate: Any = None, on_measure: Any = None) -> None:
+        self.workload, self.target, self.rules = workload, target, rules
         self.generate = generate or (
             lambda rules: design_spaces_and_warnings(self.workload, self.target, rules))
         self.info = DesignSpaceInfo(())
@@ -44,12 +50,16 @@ class DesignSpaceView(W.VBox):
         self.detail = W.HTML()
         self.error = ErrorArea()
         self.space.observe(lambda _c: self._draw(), names="value")
-        super().__init__([self.summary, self.space, self.detail, self.error])
+        self.why_not = WhyNotView(lambda **want: why_not(
+            self.workload, target=self.target, rules=self.rules, **want),
+            on_measure=on_measure, describe=measured_text)
+        super().__init__([self.summary, self.space, self.detail, self.error, self.why_not])
         if compute:
             self.show_rules(rules)
 
     def show_rules(self, rules: Any) -> None:
         """Generate the spaces under ``rules`` and mark what changed since the last rules."""
+        self.rules = rules
         with self.error.guard(self) as guard:
             result = self.generate(rules)
         if guard.failed:

@@ -12,6 +12,7 @@ import ipywidgets as W
 from msviz.trace import decision_sites, side_by_side_html, trace_rows, with_decisions
 from msviz.trace.tensorize import tensorize_info
 from msviz.widgets.common import ErrorArea, Selection, code_html
+from msviz.widgets.why_not_view import WhyNotView
 
 __all__ = ["TraceView", "measured_text"]
 
@@ -125,6 +126,7 @@ class TraceView(W.VBox):
         self.status.add_class("msviz-measure-status")
         self.diff = W.HTML()
         self.error = ErrorArea()
+        self.why_not = WhyNotView(self._why_not, on_measure=on_measure, describe=measured_text)
         self.reset_button.on_click(lambda _b: self.show(self.selection.trial))
         self.measure_button.on_click(lambda _b: self.measure())
         self.selection.observe(lambda c: self.show(c["new"]), names="trial")
@@ -133,7 +135,7 @@ class TraceView(W.VBox):
                        self.status], layout=W.Layout(min_width="420px", flex="0 0 420px"))
         super().__init__([
             self.title, W.HBox([left, W.Box([self.table], layout=W.Layout(flex="1 1 auto"))]),
-            self.intrinsics, self.error, self.diff,
+            self.intrinsics, self.error, self.diff, self.why_not,
         ])
         self.show(self.selection.trial)
 
@@ -178,6 +180,11 @@ class TraceView(W.VBox):
             box.observe(lambda _c: self.apply_edits(), names="value")
             editors.append(box)
         self.editors.children = editors
+
+    def _why_not(self, **want: Any) -> Any:
+        if self.trial is None:
+            raise ValueError("select a trial first: its trace is where the want is forced")
+        return self.trial.why_not(**want)
 
     # -- editing ---------------------------------------------------------------------------------
 

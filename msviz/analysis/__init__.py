@@ -1,0 +1,1 @@
+"""Analyses of a workload's schedules: why a transformation never appears."""

@@ -1,0 +1,71 @@
+"""The "Why not?" panel in real JupyterLab + Chromium on this VNNI CPU: a click on Ask for the
+plain-layout int8 dense with k = 30 shows what blocks ``dot_16x4_vnni`` (the extent 30); a click
+on Measure for the packed int8 dense (I8DP-0) builds, checks and times the forced schedule.
+Screenshots: ``artifacts/why-not-*.png``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import wait as _wait
+from tests.browser.test_dashboard_lab import BAD_TEXT
+from tests.browser.test_vnni_views import ARTIFACTS, _shot
+from tests.browser.test_vnni_views import pytestmark as vnni_marks
+
+pytestmark = vnni_marks  # a browser test, on a VNNI CPU only
+
+CELLS = [
+    "import msviz\n"
+    "from tvm import te\n"
+    "from msviz import compat\n"
+    "from msviz.widgets.why_not_view import WhyNotView\n"
+    "a = te.placeholder((16, 30), 'uint8', name='A')\n"
+    "b = te.placeholder((32, 30), 'int8', name='B')\n"
+    "r = te.reduce_axis((0, 30), name='k')\n"
+    "c = te.compute((16, 32), lambda i, j: te.sum(a[i, r].astype('int32') * "
+    "b[j, r].astype('int32'), axis=r), name='C')\n"
+    "mod = compat.normalize_mod(te.create_prim_func([a, b, c]))",
+    "plain = WhyNotView(lambda **want: msviz.why_not(mod, **want))\n"
+    "plain.value.value = 'dot_16x4_vnni'\n"
+    "plain",
+    "packed = WhyNotView(lambda **want: msviz.why_not('I8DP-0', **want))\n"
+    "packed.value.value = 'dot_16x4_vnni'\n"
+    "packed",
+]
+
+
+def _click(driver, selector: str, index: int) -> None:
+    driver.execute_script(
+        f"const b = document.querySelectorAll({selector!r})[{index}];"
+        "b.scrollIntoView({block: 'center'}); b.click();")
+
+
+def test_why_not_panel_in_the_browser(tmp_path: Path) -> None:
+    with lab_notebook(tmp_path, "why_not.ipynb", CELLS, ARTIFACTS,
+                      "why-not-failure.png") as driver:
+        count = "return document.querySelectorAll({!r}).length"
+        assert _wait(driver, count.format(".msviz-why-ask"), what="two Ask buttons") == 2
+        _click(driver, ".msviz-why-ask", 0)  # the browser's click reaches the kernel
+        blocked = _wait(driver, "const e = document.querySelector('.msviz-blocked-by');"
+                        "return e && e.textContent", timeout=300, what="the answer")
+        assert blocked == "MultiLevelTilingWithIntrin"
+        reason = driver.execute_script(
+            "return document.querySelector('.msviz-why-reason').textContent")
+        assert "the reduction loop k of block C has extent 30, which is not a multiple of 4" \
+            in reason, reason
+        _shot(driver, ".msviz-why-not", "why-not-blocked.png", 0)
+        _click(driver, ".msviz-why-ask", 1)
+        _wait(driver, "return [...document.querySelectorAll('.msviz-why-head')]"
+              ".some(e => e.textContent.includes('possible'))", timeout=300,
+              what="the packed dense's answer")
+        _wait(driver, "return !document.querySelectorAll('.msviz-why-measure')[1].disabled",
+              what="Measure enabled")
+        _click(driver, ".msviz-why-measure", 1)
+        status = _wait(driver, "return [...document.querySelectorAll('.msviz-why-not')][1]"
+                       ".innerText.match(/measured the forced schedule[^\\n]*/)?.[0]",
+                       timeout=300, what="the measurement")
+        assert "result checked: right" in status, status
+        page = driver.execute_script("return document.body.innerText")
+        assert not [t for t in BAD_TEXT if t in page]
+        _shot(driver, ".msviz-why-not", "why-not-possible.png", 1)
