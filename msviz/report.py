@@ -10,6 +10,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from msviz.analysis.restriction import REPORT_READ_AT_MOST, REPORT_TASKS, task_proposals
 from msviz.compat import describe_target
 from msviz.records import Run, open_work_dir
 from msviz.records.model_profile import recorded_model_profile
@@ -23,6 +24,7 @@ from msviz.views import (
 from msviz.views import tasks as model_views
 from msviz.views.common import quiet_empty
 from msviz.views.history import SMALL_MULTIPLES_FROM
+from msviz.views.importance import importance_figure, importance_html
 from msviz.views.model_profile import (
     model_profile_figure,
     model_profile_html,
@@ -170,6 +172,7 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
             plotly_js = False
         parts.append(_best_section(run, name))
     parts += _time_section(run, plotly_js)
+    parts += _importance_section(run)
     plotly_js = False
     triage = failure_triage_info(run.trials).frame
     if len(triage):
@@ -212,6 +215,29 @@ def _time_section(run: Run, plotly_js: bool | str) -> list[str]:
         fig.update_layout(template="plotly_white")
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
         plotly_js = False
+    return parts
+
+
+def _importance_section(run: Run) -> list[str]:
+    """What mattered: each costly task's decision importance and the proposed restriction."""
+    import plotly.io as pio
+
+    with quiet_empty():
+        proposals = task_proposals(run)
+    if not proposals:
+        return []
+    parts = ['<h2 id="importance">What mattered</h2>',
+             f'<p class="note">PED-ANOVA importance of each decision site over the trials of '
+             f"the best design space (at most {REPORT_READ_AT_MOST} of them, spread over the "
+             f"latency ranking), for the {REPORT_TASKS} tasks that cost most at most, and the "
+             "rule edits that keep only what the fastest trials chose (from the target's "
+             "default rules).</p>"]
+    for found in proposals:
+        fig = importance_figure(found.importance)
+        fig.update_layout(template="plotly_white")
+        parts += [f"<h3>{html.escape(found.task)}</h3>",
+                  pio.to_html(fig, full_html=False, include_plotlyjs=False),
+                  importance_html(found.importance, found.changes)]
     return parts
 
 

@@ -29,7 +29,8 @@ from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites
 from msviz.trace.spaces import trial_decisions
 
-__all__ = ["READ_AT_MOST", "Proposal", "RuleChange", "apply_changes", "propose_changes"]
+__all__ = ["READ_AT_MOST", "Proposal", "RuleChange", "apply_changes", "propose_changes",
+           "task_proposals"]
 
 #: Traces a proposal reads at most (a trace parses in a few ms: 2,000 in seconds).
 READ_AT_MOST = 2000
@@ -174,3 +175,30 @@ def propose_changes(run: Run, task: str | None = None, *, rules: RuleSet | None 
     sites = {k: s for k, s in sites.items() if k in winners}
     changes = _propose(base, sites, winners, info)
     return Proposal(best.task, best, base, apply_changes(base, changes), changes, info)
+
+
+#: Tasks :func:`task_proposals` reads (those that cost the model most) and traces per task: a
+#: report or ``msviz show`` of a 28-task, 20,000-trial run stays seconds.
+REPORT_TASKS = 5
+REPORT_READ_AT_MOST = 300
+
+
+def task_proposals(run: Run, *, tasks: int = REPORT_TASKS,
+                   read_at_most: int = REPORT_READ_AT_MOST) -> list[Proposal]:
+    """:func:`propose_changes` for the tasks that cost most (weight x best latency), each from
+    at most ``read_at_most`` traces, with the target's default rules; tasks with no successful
+    trial are left out.
+
+    Parameters
+    ----------
+    run : Run
+        The trials.
+    tasks : int
+        How many tasks, the costliest first.
+    read_at_most : int
+        Traces read per task (spread over the latency ranking).
+    """
+    table = run.tasks.dropna(subset=["best_latency_us"])
+    ranked = table.sort_values("weighted_latency_us", ascending=False, kind="stable")
+    return [propose_changes(run, str(name), read_at_most=read_at_most)
+            for name in ranked["task"].head(tasks)]

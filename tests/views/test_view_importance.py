@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from msviz.analysis.restriction import RuleChange
 from msviz.errors import MsvizWarning
 from msviz.views import importance as I
 
@@ -46,3 +47,27 @@ def test_importance_info_empty(same) -> None:
     fig = I.importance_figure(info)  # still draws its title and a note
     assert fig.layout.title.text == "Decision importance<br><sup>PED-ANOVA</sup>"
     assert "no successful trial" in fig.layout.annotations[0].text
+
+
+def test_importance_text_and_html() -> None:
+    info = I.ImportanceInfo("PED-ANOVA", "GMM-0", 6, 2, 0.2, 20.0, (
+        I.SiteImportance("#1 SamplePerfectTile", 1.0, (("[2, 4]", 2),), 2),
+        I.SiteImportance("#5 SampleComputeLocation", 0.0, (("-1", 1), ("0", 1)), 2),
+    ))
+    change = RuleChange("RandomComputeLocation", "", None, None, "winners at the root")
+    assert I.importance_text(info, [change]) == (
+        "GMM-0: PED-ANOVA over 6 trials of its best design space, winners the fastest 2 "
+        "(up to 20 µs)\n"
+        "   1.00  #1 SamplePerfectTile      winners chose [2, 4] (2)\n"
+        "   0.00  #5 SampleComputeLocation  winners chose -1 (1), 0 (1)\n"
+        "  proposed: remove RandomComputeLocation: winners at the root")
+    few = info._replace(trials=2)
+    assert I.importance_text(few).splitlines()[-2:] == [
+        "  (all 2 trials of this design space count as winners: too few to tell sites apart)",
+        "  proposed: nothing to restrict"]
+    assert I.importance_text(info._replace(sites=())) == (
+        "GMM-0: no successful trial with decisions")
+    page = I.importance_html(info, [change])
+    assert "<li>remove RandomComputeLocation: winners at the root</li>" in page
+    assert page.count("<tr>") == 3 and "<td>1.000</td>" in page and "-1 (1), 0 (1)" in page
+    assert "Nothing to restrict" in I.importance_html(info)
