@@ -22,6 +22,7 @@ from msviz.views import (
     trial_table_info,
 )
 from msviz.views import tasks as model_views
+from msviz.views._plotly_imports import pio
 from msviz.views.common import quiet_empty
 from msviz.views.history import SMALL_MULTIPLES_FROM
 from msviz.views.importance import importance_figure, importance_html
@@ -87,8 +88,6 @@ def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None
 def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str]:
     """The model: the per-task table, the estimated model latency and trials per task over the
     run, and the end-to-end result when there is one."""
-    import plotly.io as pio
-
 
     info = model_views.tasks_info(run.tasks, run.trials)
     frame = info.frame.drop(columns=["Gradient", "Next"])
@@ -134,8 +133,6 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         A model's ``end_to_end`` event (untuned vs tuned latency, match, fallback tasks),
         shown in the model section (default: the last one the work dir's sidecar holds).
     """
-    import plotly.io as pio
-
     if not isinstance(run, Run):
         run = open_work_dir(run)
     if end_to_end is None:
@@ -198,8 +195,6 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
 
 def _time_section(run: Run, plotly_js: bool | str) -> list[str]:
     """Where the time went: MetaSchedule's Profiler table, the totals and the batches."""
-    import plotly.io as pio
-
     with quiet_empty():
         info = profile_info(run.profile)
     if info.source == "none":
@@ -220,8 +215,6 @@ def _time_section(run: Run, plotly_js: bool | str) -> list[str]:
 
 def _importance_section(run: Run) -> list[str]:
     """What mattered: each costly task's decision importance and the proposed restriction."""
-    import plotly.io as pio
-
     with quiet_empty():
         proposals = task_proposals(run)
     if not proposals:

@@ -133,9 +133,11 @@ def all_imports() -> list[Import]:
 
 
 def breaking(imports: list[Import]) -> list[Import]:
-    """The imports the rules do not allow."""
-    return [imp for imp in imports if part_of(imp.target) != part_of(imp.source)
-            and part_of(imp.target) not in MAY_IMPORT.get(part_of(imp.source), ())]
+    """The imports the rules do not allow (one per module, line and target)."""
+    bad = {(imp.source, imp.line, imp.target): imp for imp in imports
+           if part_of(imp.target) != part_of(imp.source)
+           and part_of(imp.target) not in MAY_IMPORT.get(part_of(imp.source), ())}
+    return list(bad.values())
 
 
 def test_every_part_has_a_rule() -> None:
@@ -216,6 +218,48 @@ def test_function_level_imports_say_why() -> None:
               if imp.in_function and not any(w in imp.why for w in ("heavy", "optional"))]
     assert silent == [], "function-level imports with no reason: " + ", ".join(
         map(repr, silent))
+
+
+def _third_party_imports(path: Path) -> list[tuple[str, bool, int]]:
+    """(module, inside a function, line) of each import of a module outside msviz."""
+    tree = ast.parse(path.read_text())
+    in_function = {
+        id(sub)
+        for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom))
+    }
+    out = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [])
+        out += [(n, id(node) in in_function, node.lineno) for n in names
+                if n and n.split(".")[0] != "msviz"]
+    return out
+
+
+def test_plotly_is_imported_in_one_place() -> None:
+    """plotly comes from ``msviz.views._plotly_imports`` only (as Optuna's
+    ``_plotly_imports``)."""
+    elsewhere = [f"{name}:{line}" for name, path in modules().items()
+                 if name != "msviz.views._plotly_imports"
+                 for mod, _, line in _third_party_imports(path) if mod.split(".")[0] == "plotly"]
+    assert elsewhere == []
+
+
+def test_no_import_repeated_in_a_function() -> None:
+    """A view, widget or the report imports a module once, at the top, when it needs it at the
+    top anyway (and numpy beside pandas: pandas imports it)."""
+    repeated = []
+    for name, path in modules().items():
+        if not name.startswith(("msviz.views", "msviz.widgets", "msviz.report")):
+            continue
+        found = _third_party_imports(path)
+        top = {mod for mod, inner, _ in found if not inner}
+        if "pandas" in top:
+            top.add("numpy")
+        repeated += [f"{name}:{line} {mod}" for mod, inner, line in found if inner and mod in top]
+    assert repeated == []
 
 
 def test_no_module_over_550_lines() -> None:

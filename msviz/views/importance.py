@@ -21,6 +21,7 @@ from msviz.analysis.importance import (
     ped_anova,
     top_mask,
 )
+from msviz.views._plotly_imports import go
 from msviz.views.common import note_figure
 
 __all__ = [
@@ -42,8 +43,6 @@ __all__ = [
 def importance_figure(info: ImportanceInfo) -> Any:
     """Horizontal bars: each site's importance, the most important on top; the hover lists the
     winners' decisions."""
-    import plotly.graph_objects as go
-
     shown = list(reversed(info.sites))
     hover = ["<br>".join(f"{v}: {c} trials" for v, c in s.winners[:6]) for s in shown]
     fig = go.Figure(go.Bar(
