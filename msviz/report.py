@@ -222,9 +222,9 @@ def _importance_section(run: Run) -> list[str]:
     parts = ['<h2 id="importance">What mattered</h2>',
              f'<p class="note">PED-ANOVA importance of each decision site over the trials of '
              f"the best design space (at most {REPORT_READ_AT_MOST} of them, spread over the "
-             f"latency ranking), for the {REPORT_TASKS} tasks that cost most at most, and the "
-             "rule edits that keep only what the fastest trials chose (from the target's "
-             "default rules).</p>"]
+             f"latency ranking), for the tasks that cost most (weight x best latency; at most "
+             f"{REPORT_TASKS}), and the rule edits that keep only what the fastest trials "
+             "chose (from the target's default rules).</p>"]
     for found in proposals:
         fig = importance_figure(found.importance)
         fig.update_layout(template="plotly_white")
