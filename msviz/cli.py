@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msviz
+from msviz.analysis.restriction import task_proposals
 from msviz.compat import describe_target
 from msviz.engine import Session
 from msviz.engine.measure import rpc
@@ -27,6 +28,7 @@ from msviz.report import write_report
 from msviz.views import task_table_info
 from msviz.views.compare import compare_info, run_names, summary_frame
 from msviz.views.devices import devices_info, devices_text
+from msviz.views.importance import importance_text
 from msviz.views.model_profile import model_profile_info, model_profile_text
 from msviz.views.profile import profile_info, profile_table_text
 
@@ -51,6 +53,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if profile is not None:
         print("\nKernels in the model vs in tuning:")
         print(model_profile_text(model_profile_info(profile)))
+    with warnings.catch_warnings():  # a task without decisions says so in its line
+        warnings.simplefilter("ignore", MsvizWarning)
+        proposals = task_proposals(run)
+    if proposals:
+        print("\nWhat mattered (decision importance; the restriction the fastest trials allow):")
+        print("\n".join(importance_text(p.importance, p.changes) for p in proposals))
     return 0
 
 

@@ -10,6 +10,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from msviz.analysis.restriction import REPORT_READ_AT_MOST, REPORT_TASKS, task_proposals
 from msviz.compat import describe_target
 from msviz.records import Run, open_work_dir
 from msviz.records.model_profile import recorded_model_profile
@@ -21,8 +22,10 @@ from msviz.views import (
     trial_table_info,
 )
 from msviz.views import tasks as model_views
+from msviz.views._plotly_imports import pio
 from msviz.views.common import quiet_empty
 from msviz.views.history import SMALL_MULTIPLES_FROM
+from msviz.views.importance import importance_figure, importance_html
 from msviz.views.model_profile import (
     model_profile_figure,
     model_profile_html,
@@ -85,8 +88,6 @@ def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None
 def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str]:
     """The model: the per-task table, the estimated model latency and trials per task over the
     run, and the end-to-end result when there is one."""
-    import plotly.io as pio
-
 
     info = model_views.tasks_info(run.tasks, run.trials)
     frame = info.frame.drop(columns=["Gradient", "Next"])
@@ -132,8 +133,6 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         A model's ``end_to_end`` event (untuned vs tuned latency, match, fallback tasks),
         shown in the model section (default: the last one the work dir's sidecar holds).
     """
-    import plotly.io as pio
-
     if not isinstance(run, Run):
         run = open_work_dir(run)
     if end_to_end is None:
@@ -170,6 +169,7 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
             plotly_js = False
         parts.append(_best_section(run, name))
     parts += _time_section(run, plotly_js)
+    parts += _importance_section(run)
     plotly_js = False
     triage = failure_triage_info(run.trials).frame
     if len(triage):
@@ -195,8 +195,6 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
 
 def _time_section(run: Run, plotly_js: bool | str) -> list[str]:
     """Where the time went: MetaSchedule's Profiler table, the totals and the batches."""
-    import plotly.io as pio
-
     with quiet_empty():
         info = profile_info(run.profile)
     if info.source == "none":
@@ -212,6 +210,27 @@ def _time_section(run: Run, plotly_js: bool | str) -> list[str]:
         fig.update_layout(template="plotly_white")
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
         plotly_js = False
+    return parts
+
+
+def _importance_section(run: Run) -> list[str]:
+    """What mattered: each costly task's decision importance and the proposed restriction."""
+    with quiet_empty():
+        proposals = task_proposals(run)
+    if not proposals:
+        return []
+    parts = ['<h2 id="importance">What mattered</h2>',
+             f'<p class="note">PED-ANOVA importance of each decision site over the trials of '
+             f"the best design space (at most {REPORT_READ_AT_MOST} of them, spread over the "
+             f"latency ranking), for the tasks that cost most (weight x best latency; at most "
+             f"{REPORT_TASKS}), and the rule edits that keep only what the fastest trials "
+             "chose (from the target's default rules).</p>"]
+    for found in proposals:
+        fig = importance_figure(found.importance)
+        fig.update_layout(template="plotly_white")
+        parts += [f"<h3>{html.escape(found.task)}</h3>",
+                  pio.to_html(fig, full_html=False, include_plotlyjs=False),
+                  importance_html(found.importance, found.changes)]
     return parts
 
 

@@ -1,10 +1,11 @@
-"""msviz's imports flow one way (../shared/DESIGN.md): each module imports only its own layer
-or the layers below it, no two modules import each other (directly or round a circle), an
-import inside a function says in a comment why it is there (heavy or optional), and no module
-grows past 550 lines.
+"""msviz's imports flow one way (DESIGN.md): each part of msviz imports only the parts its rule
+in :data:`MAY_IMPORT` names (the engine never a view or a widget), no two modules import each
+other (directly or round a circle), an import inside a function says in a comment why it is
+there (heavy or optional), and no module grows past 550 lines.
 
 The graph is read from the source with ``ast``: every ``import`` and ``from ... import`` of an
-``msviz`` module, at module level or inside a function, relative or absolute.
+``msviz`` module, at module level, inside a function or under ``if TYPE_CHECKING``, relative or
+absolute.
 """
 
 from __future__ import annotations
@@ -16,25 +17,48 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "msviz"
 
-#: The layers, lowest first: a module may import its own layer and the ones before it. The
-#: package root (``msviz``) and the CLI sit on top; ``hooks`` is how ``Session.dashboard()`` and
-#: ``Run.dashboard()`` reach the widgets without importing them.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "hooks", "version"),
-    ("compat",),
-    ("int8_workloads", "workloads"),
-    ("models",),
-    ("trace",),
-    ("space_generator", "check"),
-    ("records",),
-    ("analysis",),
-    ("views",),
-    ("engine",),
-    ("fleet",),
-    ("report",),
-    ("widgets",),
-    ("cli", ""),
-)
+#: The layer rules, literally: each top-level part of msviz and the parts it may import (its own
+#: modules always). ``""`` is the package root (``msviz/__init__.py``). Read from the bottom:
+#: the catalogue and TVM's names, traces, rules and checks, the records; ``analysis`` computes on
+#: records (importance, restrictions) for both the engine and the views; the engine tunes and
+#: never draws (no views, no widgets: it hands events to them); ``hooks`` is how
+#: ``Session.dashboard()`` and ``Run.dashboard()`` reach the widgets without importing them.
+FOUNDATION = frozenset({"errors", "hooks", "version"})
+CATALOGUE = FOUNDATION | {"compat", "int8_workloads", "workloads", "models"}
+PROGRAMS = CATALOGUE | {"trace", "space_generator", "check"}
+RECORDS = PROGRAMS | {"records"}
+ANALYSIS = RECORDS | {"analysis"}
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "errors": frozenset(),
+    "version": frozenset(),
+    "hooks": frozenset({"errors"}),
+    "compat": FOUNDATION,
+    "int8_workloads": FOUNDATION | {"compat"},
+    "workloads": FOUNDATION | {"compat", "int8_workloads"},
+    "models": FOUNDATION | {"compat", "int8_workloads", "workloads"},
+    "trace": CATALOGUE,
+    "space_generator": CATALOGUE | {"trace"},
+    "check": CATALOGUE | {"trace"},
+    "records": PROGRAMS,
+    "analysis": RECORDS,
+    "views": ANALYSIS,
+    "engine": ANALYSIS,  # not views, not widgets
+    "fleet": ANALYSIS | {"engine"},
+    "report": ANALYSIS | {"views", "engine", "fleet"},
+    "widgets": ANALYSIS | {"views", "engine", "fleet", "report"},
+    "cli": ANALYSIS | {"views", "engine", "fleet", "report", "widgets", ""},
+    "": ANALYSIS | {"views", "engine", "fleet", "report", "widgets"},
+}
+
+#: What the design forbids outright (DESIGN.md's one-way flow); the rules above must not
+#: allow any of it.
+FORBIDDEN: dict[str, frozenset[str]] = {
+    "engine": frozenset({"views", "widgets", "report", "cli"}),
+    "analysis": frozenset({"views", "engine", "widgets", "report", "cli"}),
+    "records": frozenset({"analysis", "views", "engine", "widgets", "report", "cli"}),
+    "trace": frozenset({"records", "views", "engine", "widgets"}),
+    "views": frozenset({"engine", "widgets", "report", "cli"}),
+}
 
 MAX_LINES = 550
 
@@ -98,12 +122,9 @@ def imports_of(name: str, path: Path, known: set[str]) -> list[Import]:
     return out
 
 
-def layer_of(module: str) -> int:
-    top = module.split(".")[1] if "." in module else ""
-    for rank, layer in enumerate(LAYERS):
-        if top in layer:
-            return rank
-    raise AssertionError(f"{module} is in no layer of tests/test_layers.py: add it to LAYERS")
+def part_of(module: str) -> str:
+    """The top-level part of msviz a module belongs to (``""`` for the package root)."""
+    return module.split(".")[1] if "." in module else ""
 
 
 def all_imports() -> list[Import]:
@@ -111,25 +132,37 @@ def all_imports() -> list[Import]:
     return [imp for name, path in mods.items() for imp in imports_of(name, path, set(mods))]
 
 
-def test_every_module_has_a_layer() -> None:
-    for name in modules():
-        layer_of(name)
+def breaking(imports: list[Import]) -> list[Import]:
+    """The imports the rules do not allow (one per module, line and target)."""
+    bad = {(imp.source, imp.line, imp.target): imp for imp in imports
+           if part_of(imp.target) != part_of(imp.source)
+           and part_of(imp.target) not in MAY_IMPORT.get(part_of(imp.source), ())}
+    return list(bad.values())
 
 
-def test_no_upward_import() -> None:
-    upward = [imp for imp in all_imports() if layer_of(imp.target) > layer_of(imp.source)]
-    assert upward == [], "imports from a lower layer into a higher one: " + ", ".join(
-        map(repr, upward))
+def test_every_part_has_a_rule() -> None:
+    missing = sorted({part_of(name) for name in modules()} - set(MAY_IMPORT))
+    assert missing == [], f"parts of msviz with no rule in tests/test_layers.py: {missing}"
 
 
-def test_the_issue_s_rules_literally() -> None:
-    """records, trace and views import neither the engine nor the widgets; the engine does
-    not import the widgets."""
-    bad = [imp for imp in all_imports()
-           if (imp.source.startswith(("msviz.records", "msviz.trace", "msviz.views"))
-               and imp.target.startswith(("msviz.engine", "msviz.widgets")))
-           or (imp.source.startswith("msviz.engine") and imp.target.startswith("msviz.widgets"))]
-    assert bad == []
+def test_every_import_keeps_the_rules() -> None:
+    bad = breaking(all_imports())
+    assert bad == [], "imports the layer rules do not allow: " + ", ".join(map(repr, bad))
+
+
+def test_the_rules_allow_nothing_forbidden() -> None:
+    allowed = {(part, other) for part, others in MAY_IMPORT.items() for other in others}
+    forbidden = {(part, other) for part, others in FORBIDDEN.items() for other in others}
+    assert allowed & forbidden == set()
+    # and the parts form no circle: the rules rank them
+    assert find_cycle({part: set(others) for part, others in MAY_IMPORT.items()}) is None
+
+
+def test_the_engine_imports_no_view_and_no_widget() -> None:
+    """DESIGN.md's rule in its own words, checked over every import (inside functions too)."""
+    upward = [imp for imp in all_imports() if part_of(imp.source) == "engine"
+              and part_of(imp.target) in ("views", "widgets")]
+    assert upward == []
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -187,6 +220,48 @@ def test_function_level_imports_say_why() -> None:
         map(repr, silent))
 
 
+def _third_party_imports(path: Path) -> list[tuple[str, bool, int]]:
+    """(module, inside a function, line) of each import of a module outside msviz."""
+    tree = ast.parse(path.read_text())
+    in_function = {
+        id(sub)
+        for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom))
+    }
+    out = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [])
+        out += [(n, id(node) in in_function, node.lineno) for n in names
+                if n and n.split(".")[0] != "msviz"]
+    return out
+
+
+def test_plotly_is_imported_in_one_place() -> None:
+    """plotly comes from ``msviz.views._plotly_imports`` only (as Optuna's
+    ``_plotly_imports``)."""
+    elsewhere = [f"{name}:{line}" for name, path in modules().items()
+                 if name != "msviz.views._plotly_imports"
+                 for mod, _, line in _third_party_imports(path) if mod.split(".")[0] == "plotly"]
+    assert elsewhere == []
+
+
+def test_no_import_repeated_in_a_function() -> None:
+    """A view, widget or the report imports a module once, at the top, when it needs it at the
+    top anyway (and numpy beside pandas: pandas imports it)."""
+    repeated = []
+    for name, path in modules().items():
+        if not name.startswith(("msviz.views", "msviz.widgets", "msviz.report")):
+            continue
+        found = _third_party_imports(path)
+        top = {mod for mod, inner, _ in found if not inner}
+        if "pandas" in top:
+            top.add("numpy")
+        repeated += [f"{name}:{line} {mod}" for mod, inner, line in found if inner and mod in top]
+    assert repeated == []
+
+
 def test_no_module_over_550_lines() -> None:
     long = {name: n for name, path in modules().items()
             if (n := len(path.read_text().splitlines())) > MAX_LINES}
@@ -199,6 +274,19 @@ def test_no_module_over_550_lines() -> None:
 def test_find_cycle_finds_a_circle_and_only_a_circle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_breaking_finds_an_upward_import(tmp_path: Path) -> None:
+    """The rule check can fail: the import ``msviz.engine.restriction`` had of
+    ``msviz.views.importance`` (inside a function too), and none of the allowed ones."""
+    path = tmp_path / "restriction.py"
+    path.write_text("from msviz.records import Run\n"
+                    "from msviz.analysis.importance import top_mask\n"
+                    "from msviz.views.importance import importance_info\n"
+                    "def f():\n    from msviz.widgets import Dashboard  # heavy\n")
+    got = breaking(imports_of("msviz.engine.restriction", path, set(modules())))
+    assert [(i.target, i.line) for i in got] == [("msviz.views.importance", 3),
+                                                  ("msviz.widgets", 5)]
 
 
 @pytest.mark.parametrize(("text", "expected"), [

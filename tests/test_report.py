@@ -33,6 +33,11 @@ def test_report_is_self_contained(stock_work_dirs: dict[str, Path], tmp_path: Pa
     table = profile_table_text(profile_info(run.profile))
     assert "logs: time between batches" in table
     assert html.escape(table) in text[text.index('<h2 id="time">'):]
+    # what mattered: the bars and a row per decision site of the best trial's trace
+    mattered = text[text.index('<h2 id="importance">What mattered</h2>'):]
+    assert mattered.count('class="plotly-graph-div"') == 1  # one task: one figure
+    for site in msviz.decision_sites(run.best()):
+        assert f'<td class="text">#{site.index} {site.kind}</td>' in mattered
 
 
 def test_failure_triage_groups_by_cause(stock_work_dirs: dict[str, Path]) -> None:
@@ -70,6 +75,12 @@ def test_cli_show(stock_work_dirs: dict[str, Path], capsys: pytest.CaptureFixtur
     assert "Speed (GFLOPS)" in out and f"{len(trials)} trials, {failed} failed" in out
     header = out.splitlines()[0].split()
     assert header[:3] == ["ID", "Name", "FLOP"]  # the index name is a column, not a line
+    mattered = out[out.index("What mattered"):].splitlines()
+    run = msviz.open(stock_work_dirs["SFM"])
+    assert mattered[1].startswith(f"{run.best().task}: PED-ANOVA over ")
+    sites = [f"#{s.index} {s.kind}" for s in msviz.decision_sites(run.best())]
+    assert sorted(line.split()[1] + " " + line.split()[2] for line in mattered[2:2 + len(sites)]
+                  ) == sorted(sites)
 
 
 def test_report_model_section(stock_model_work_dir: Path) -> None:

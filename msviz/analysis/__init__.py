@@ -1,1 +1,3 @@
-"""Analyses of a workload's schedules: why a transformation never appears."""
+"""Computations that are neither reading data nor drawing it (decision importance, space
+restrictions, why a transformation never appears): below both the engine and the views, which
+call them."""

@@ -1,59 +1,28 @@
 """A proposed restriction of a task's design space, as a schedule-rule edit, and its re-run.
 
-From a task's trials, :func:`propose_restriction` computes the importance of each decision site
-(PED-ANOVA, :mod:`msviz.views.importance`) over the trials of the best trial's design space, and
-keeps, of what MetaSchedule's rules let a user restrict, only what the fastest trials (the top
-``quantile``) used:
-
-- ``MultiLevelTiling(max_innermost_factor=...)``: the largest innermost tile factor a winner
-  chose, at the tile sites this rule made (those whose bound is the rule's);
-- ``ParallelizeVectorizeUnroll(unroll_max_steps=[...])``: the unroll candidates winners chose
-  (the losing options dropped);
-- ``RandomComputeLocation`` removed when every winner left every block it samples at the root;
-- ``MutateUnroll``'s probability set to 0 when one unroll option is left (MetaSchedule's
-  mutator fails on a categorical with nothing else to pick).
-
-Every winner's decisions stay in the restricted space. The result, a :class:`Restriction`,
-says each change in words with its evidence, holds the edited :class:`RuleSet`, and re-runs the
-task with it (:meth:`Restriction.rerun`: a new :class:`Session` on the same workload and target,
-a fresh work dir, the same trial budget), to compare with ``msviz.compare(run, session)``.
+:func:`propose_restriction` reads a task's trials (a work dir, a Run or a Session, whose rules
+and options it keeps) and asks :func:`msviz.analysis.restriction.propose_changes` for the rule
+edits that keep only what the fastest trials decided (PED-ANOVA importance of each decision
+site, :mod:`msviz.analysis.importance`). The result, a :class:`Restriction`, says each change in
+words with its evidence, holds the edited :class:`RuleSet`, and re-runs the task with it
+(:meth:`Restriction.rerun`: a new :class:`Session` on the same workload and target, a fresh work
+dir, the same trial budget), to compare with ``msviz.compare(run, session)``.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from msviz import workloads
+from msviz.analysis.importance import QUANTILE, ImportanceInfo
+from msviz.analysis.restriction import READ_AT_MOST, RuleChange, propose_changes
 from msviz.engine.session import Session
 from msviz.records import Run, open_work_dir
 from msviz.space_generator import RuleSet
-from msviz.trace import decision_sites
-from msviz.trace.spaces import trial_decisions
-from msviz.views.importance import QUANTILE, ImportanceInfo, importance_info, top_mask
 
 __all__ = ["Restriction", "RuleChange", "propose_restriction", "rerun"]
-
-#: Traces a proposal reads at most (a trace parses in a few ms: 2,000 in seconds).
-READ_AT_MOST = 2000
-
-
-class RuleChange(NamedTuple):
-    """One edit of a rule: ``rule.param`` from ``old`` to ``new`` (``param`` is ``""`` and
-    ``new`` None when the rule is removed), and why."""
-
-    rule: str
-    param: str
-    old: Any
-    new: Any
-    why: str
-
-    def __str__(self) -> str:
-        if not self.param:
-            return f"remove {self.rule}: {self.why}"
-        return f"{self.rule}.{self.param}: {self.old!r} -> {self.new!r}: {self.why}"
 
 
 class Restriction:
@@ -132,63 +101,6 @@ def _source(source: Any) -> tuple[Run, RuleSet | None, Any, dict]:
                     "Run or a Session")
 
 
-def _choice_texts(site: Any) -> list[str]:
-    """A site's valid decisions written as :func:`trial_decisions` writes them."""
-    if site.kind == "SamplePerfectTile":
-        return [str(list(c)) for c in site.choices]
-    if site.kind == "SampleCategorical" and site.candidates is not None:
-        return [str(c) for c in site.candidates]
-    return [str(c) for c in site.choices]
-
-
-def _share(info: ImportanceInfo, labels: list[str]) -> float:
-    return sum(s.importance for s in info.sites if s.site in labels)
-
-
-def _propose(rules: RuleSet, sites: dict, winners: dict, info: ImportanceInfo
-             ) -> list[RuleChange]:
-    """The rule edits that keep every winner's decisions (see the module text)."""
-    changes = []
-    specs = {s.name: s for s in rules.schedule_rules if s.params or s.obj is None}
-    n_top = f"the {info.top} fastest trials"
-    mlt = specs.get("MultiLevelTiling")
-    if mlt is not None and isinstance(mlt.params.get("max_innermost_factor"), int):
-        bound = mlt.params["max_innermost_factor"]
-        tiles = [k for k, s in sites.items()
-                 if s.kind == "SamplePerfectTile" and s.max_innermost_factor == bound]
-        inner = sorted({json.loads(v)[-1] for k in tiles for v in winners[k]})
-        if inner and max(inner) < bound:
-            changes.append(RuleChange(
-                "MultiLevelTiling", "max_innermost_factor", bound, int(max(inner)),
-                f"{n_top} chose innermost tile factors {inner} at its {len(tiles)} tile sites "
-                f"(importance {_share(info, tiles):.2f} of the total)"))
-    pvu = specs.get("ParallelizeVectorizeUnroll")
-    steps = pvu.params.get("unroll_max_steps") if pvu is not None else None
-    if steps:
-        unrolls = [k for k, s in sites.items() if s.kind == "SampleCategorical"
-                   and s.candidates is not None and list(s.candidates) == list(steps)]
-        kept = sorted({int(v) for k in unrolls for v in winners[k]})
-        if kept and len(kept) < len(set(steps)):
-            changes.append(RuleChange(
-                "ParallelizeVectorizeUnroll", "unroll_max_steps", list(steps), kept,
-                f"{n_top} unrolled by {kept} only, never "
-                f"{sorted(set(steps) - set(kept))} (importance {_share(info, unrolls):.2f})"))
-            if len(kept) == 1 and rules.mutator_probs.get("MutateUnroll"):
-                # MetaSchedule's MutateUnroll picks another candidate than the current one and
-                # fails the search (``!weights.empty()``) when there is none
-                changes.append(RuleChange(
-                    "MutateUnroll", "probability", rules.mutator_probs["MutateUnroll"], 0.0,
-                    "one unroll option is left: nothing for the mutator to change"))
-    if "RandomComputeLocation" in {s.name for s in rules.schedule_rules}:
-        places = [k for k, s in sites.items() if s.kind == "SampleComputeLocation"]
-        if places and all(v == "-1" for k in places for v in winners[k]):
-            changes.append(RuleChange(
-                "RandomComputeLocation", "", None, None,
-                f"{n_top} computed the {len(places)} block(s) it places at the root "
-                f"(importance {_share(info, places):.2f})"))
-    return changes
-
-
 def propose_restriction(source: Any, task: str | None = None, *, rules: RuleSet | None = None,
                         quantile: float = QUANTILE,
                         read_at_most: int | None = READ_AT_MOST) -> Restriction:
@@ -204,7 +116,7 @@ def propose_restriction(source: Any, task: str | None = None, *, rules: RuleSet 
         The rules the task was tuned with (default: the session's, else the target's
         defaults, ``RuleSet.default(target)``).
     quantile : float
-        Share of the fastest trials that count as winners (at least 2 trials).
+        Share of the fastest trials that count as winners (at least 5 trials).
     read_at_most : int, optional
         Traces read at most (None: every trial of the task), spread evenly over the latency
         ranking (:func:`trial_decisions`'s ``sample``): the button's click stays seconds on a
@@ -220,31 +132,13 @@ def propose_restriction(source: Any, task: str | None = None, *, rules: RuleSet 
         When the task has no successful trial (or the run has several tasks and none is named).
     """
     run, session_rules, target, options = _source(source)
-    best = run.best(task)
-    task = best.task
-    record = best.record
-    target = target if target is not None else record.target
-    base = (rules or session_rules or RuleSet.default(target)).copy()
-    frame = trial_decisions(run, limit=None, task=task, space="best", sample=read_at_most)
-    sites = {f"#{s.index} {s.kind}": s for s in decision_sites(best)}
-    choices = {k: _choice_texts(s) for k, s in sites.items() if s.editable}
-    info = importance_info(frame, task=task, choices=choices, quantile=quantile)
-    winners = frame[top_mask(frame["latency_us"].to_numpy(dtype=float), quantile)]
-    winners = {k: [str(v) for v in winners[k]] for k in sites if k in winners.columns}
-    sites = {k: s for k, s in sites.items() if k in winners}
-    changes = _propose(base, sites, winners, info)
-    restricted = base.copy()
-    for change in changes:
-        if change.param == "probability":  # a mutator's
-            restricted.mutator_probs[change.rule] = change.new
-        elif change.param:
-            restricted.set(change.rule, **{change.param: change.new})
-        else:
-            restricted.remove(change.rule)
-    workload, trials = _task_workload(run, task)
-    return Restriction(task=task, run=run, workload=workload, target=target, base_rules=base,
-                       rules=restricted, changes=changes, importance=info, trials=trials,
-                       options=options)
+    found = propose_changes(run, task, rules=rules or session_rules, target=target,
+                            quantile=quantile, read_at_most=read_at_most)
+    workload, trials = _task_workload(run, found.task)
+    return Restriction(task=found.task, run=run, workload=workload,
+                       target=target if target is not None else found.best.record.target,
+                       base_rules=found.base_rules, rules=found.rules, changes=found.changes,
+                       importance=found.importance, trials=trials, options=options)
 
 
 def _task_workload(run: Run, task: str) -> tuple[Any, int]:

@@ -9,7 +9,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from msviz.errors import MsvizWarning
+from msviz.views._plotly_imports import go
 
 __all__ = [
     "INFRA_ERROR",
@@ -59,8 +62,6 @@ def failure_hover(statuses: list[str], head: str = "%{x}") -> dict:
 
 def scatter_type(points: int) -> Any:
     """``go.Scatter`` (SVG) for small plots, ``go.Scattergl`` above :data:`WEBGL_ABOVE`."""
-    import plotly.graph_objects as go
-
     return go.Scattergl if points > WEBGL_ABOVE else go.Scatter
 
 
@@ -68,8 +69,6 @@ def step_points(values: Any) -> Any:
     """Indices where a step series (a best so far) changes, plus its first and last point:
     with the ``hv`` line shape these draw the same steps as every point, in a few points
     (NaN before the first value stays a gap)."""
-    import numpy as np
-
     values = np.asarray(values, dtype=float)
     if len(values) == 0:
         return np.arange(0)
@@ -105,8 +104,6 @@ def log_axis(values: Any) -> dict:
     clutter). NaN and values not above zero (which a log axis cannot show) are left out;
     without any value left only the type is set.
     """
-    import numpy as np
-
     data = np.asarray(values, dtype=float)
     data = data[np.isfinite(data) & (data > 0)]
     if not len(data):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from msviz.errors import MsvizWarning
 from msviz.records.many import run_names
+from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure, quiet_empty
 from msviz.views.tasks import model_latency_info
 
@@ -126,8 +127,6 @@ def summary_frame(info: CompareInfo) -> pd.DataFrame:
 def compare_figure(info: CompareInfo, *, x: str = "trial") -> Any:
     """Each run's best so far (a step line) against the trial number or wall time; a log
     latency axis, so that the last few percent between runs show beside the first trials."""
-    import plotly.graph_objects as go
-
     if x not in ("trial", "time"):
         raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
     fig = go.Figure(layout={**_LAYOUT, "title": "Runs compared",

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.views._plotly_imports import go
 from msviz.views.common import note_figure
 
 __all__ = ["DevicesInfo", "devices_figure", "devices_info", "devices_text", "latest_status"]
@@ -121,8 +122,6 @@ def devices_info(status: dict | None, trials: pd.DataFrame | None = None, *,
 
 def devices_figure(info: DevicesInfo) -> Any:
     """Candidates measured per minute, one bar colour per device (stacked)."""
-    import plotly.graph_objects as go
-
     fig = go.Figure(layout={
         "title": {"text": "Candidates per device and minute"},
         "xaxis": {"title": {"text": "minute since the first trial"}, "dtick": 1},

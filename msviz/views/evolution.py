@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, NamedTuple
 
+from msviz.views._plotly_imports import go
 from msviz.views.common import note_figure
 
 __all__ = ["EvolutionInfo", "GenerationInfo", "evolution_info"]
@@ -94,8 +95,6 @@ def evolution_info(events: list) -> EvolutionInfo:
 
 def evolution_figure(info: GenerationInfo) -> Any:
     """Predicted-score distribution of each genetic iteration of one generation (box plots)."""
-    import plotly.graph_objects as go
-
     fig = go.Figure([
         go.Box(y=list(scores), name=f"iter {it}", boxpoints=False)
         for it, scores in info.iterations

@@ -6,9 +6,11 @@ import math
 import warnings
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.views._plotly_imports import go
 from msviz.views.common import (
     failure_hover,
     failure_style,
@@ -72,7 +74,6 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
     if trials.empty:
         warnings.warn("no trials to plot yet", MsvizWarning, stacklevel=2)
         return HistoryInfo(metric, label, ())
-    import numpy as np
 
     seconds = trial_seconds(trials)
     # running best: fmin/fmax skip NaN (a failed trial) and keep NaN until the first success
@@ -148,8 +149,6 @@ def best_so_far_figure(
     """
     if x not in ("trial", "time"):
         raise ValueError(f"x must be 'trial' or 'time', got {x!r}")
-    import numpy as np
-    import plotly.graph_objects as go
 
     shown = [t for t in info.tasks if task is None or t.task == task]
     panels = len(shown) >= SMALL_MULTIPLES_FROM
@@ -215,8 +214,6 @@ def _task_traces(info: HistoryInfo, hist: TaskHistory, x: str, *, prefix: str, p
                  legend: set[str], dots: Any, axes: dict) -> _Traces:
     """One task's traces: trials, the best-so-far steps, failures on the axis floor. In small
     multiples every task has the same colours and each legend entry appears once."""
-    import numpy as np
-    import plotly.graph_objects as go
 
     xs = np.asarray(hist.trial if x == "trial" else hist.seconds, dtype=float)
     values = np.asarray(hist.value, dtype=float)
@@ -271,8 +268,6 @@ def _panel_box(k: int, rows: int) -> tuple[list[float], list[float]]:
 
 def _panel_axes(k: int, rows: int, suffix: str, metric: str, drawn: list[Any]) -> dict:
     """The layout of panel ``k``'s axes: where it sits, and its own latency axis."""
-    import numpy as np
-
     xs, ys = _panel_box(k, rows)
     y_axis: dict[str, Any] = {"domain": ys, "anchor": f"x{suffix}"}
     if metric == "latency_us":

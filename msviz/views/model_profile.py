@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.check.model_profile import DEFAULT_THRESHOLD, model_profile_frame
+from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure
 
 __all__ = ["ModelProfileInfo", "ProfiledTask", "model_profile_figure", "model_profile_html",
@@ -101,8 +102,6 @@ def _summary(info: ModelProfileInfo) -> str:
 def model_profile_figure(info: ModelProfileInfo) -> Any:
     """Per task, its tuned latency and its time per call in the model as paired horizontal
     bars; flagged tasks' in-model bars red, fallen-back tasks named so on their axis label."""
-    import plotly.graph_objects as go
-
     fig = go.Figure(layout={
         "title": "Kernels in the model vs in tuning", "barmode": "group",
         "height": 120 + 40 * max(1, len(info.tasks)),

@@ -3,14 +3,17 @@ decisions vs performance (parallel coordinates), and per-task bars."""
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from itertools import pairwise
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.views._plotly_imports import go, sample_colorscale
 from msviz.views.common import (
     failure_hover,
     failure_style,
@@ -71,8 +74,6 @@ def trial_scatter_info(trials: pd.DataFrame, *, color_by: str = "status") -> Tri
 
 def trial_scatter_figure(info: TrialScatterInfo) -> Any:
     """Trial number against latency, one colour per group; failures on the axis floor."""
-    import numpy as np
-    import plotly.graph_objects as go
 
     points = sum(len(x) for _, x, _ in info.groups) + sum(len(x) for _, x in info.failed)
     dots = scatter_type(points)
@@ -117,8 +118,6 @@ class CostModelInfo(NamedTuple):
 
 def _spearman(a: pd.Series, b: pd.Series) -> float:
     """Spearman's rank correlation (ties get their mean rank); NaN when undefined."""
-    import numpy as np
-
     if len(a) < 2 or a.nunique() < 2 or b.nunique() < 2:
         return math.nan
     ra = a.rank().to_numpy(dtype=float)
@@ -130,8 +129,6 @@ def _batch_spearman(codes: Any, a: pd.Series, b: pd.Series) -> Any:
     """:func:`_spearman` of every batch at once (one pass over the rows, not one per batch).
 
     ``codes`` numbers the batches 0, 1, ... in row order (rows sorted by batch)."""
-    import numpy as np
-
     ra = a.groupby(codes).rank().to_numpy(dtype=float)
     rb = b.groupby(codes).rank().to_numpy(dtype=float)
     count = np.bincount(codes)
@@ -146,8 +143,6 @@ def _batch_spearman(codes: Any, a: pd.Series, b: pd.Series) -> Any:
 
 def cost_model_info(trials: pd.DataFrame) -> CostModelInfo:
     """Predicted score against measured GFLOPS per batch (needs msviz's sidecar columns)."""
-    import numpy as np
-
     if "predicted_score" not in trials.columns or "batch" not in trials.columns:
         warnings.warn("these trials carry no cost-model predictions (stock work dir)",
                       MsvizWarning, stacklevel=2)
@@ -188,8 +183,6 @@ def _batch_colors(numbers: list[int]) -> dict:
     caller): one colour per batch in ``numbers`` (sorted, distinct), a colour bar of bands
     with ticks at the batch numbers (every k-th above :data:`MOST_BATCH_TICKS` batches; a
     continuous scale above :data:`MOST_BATCH_BANDS`)."""
-    from plotly.colors import sample_colorscale
-
     n = len(numbers)
     ticks = numbers[::math.ceil(n / MOST_BATCH_TICKS)]
     bar = {"title": {"text": "batch"}, "tickvals": ticks, "ticktext": [str(t) for t in ticks]}
@@ -209,8 +202,6 @@ def cost_model_figure(info: CostModelInfo) -> Any:
     """Predicted score (x) against measured GFLOPS (y): one trace, coloured by batch, with a
     colour bar of one band per batch (a legend of hundreds of batches would be unreadable);
     the hover names each point's batch and that batch's rank correlation."""
-    import numpy as np
-    import plotly.graph_objects as go
 
     sizes = [len(b.predicted) for b in info.batches]
     points = sum(sizes)
@@ -278,8 +269,6 @@ _SHORT_KINDS = {"SamplePerfectTile": "tile", "SampleCategorical": "categorical",
 
 def _natural(text: str) -> tuple:
     """Sort key: decisions as numbers or lists of numbers ("[2, 16]" before "[16, 2]")."""
-    import json
-
     try:
         value = json.loads(text)
     except ValueError:
@@ -299,8 +288,6 @@ def _short_site(site: str) -> str:
 
 def decision_plot_figure(info: DecisionPlotInfo) -> Any:
     """Parallel coordinates: one axis per decision site, lines coloured by latency."""
-    import plotly.graph_objects as go
-
     dims = []
     for site, vals in zip(info.sites, info.values, strict=True):
         labels = sorted(set(vals), key=_natural)
@@ -341,8 +328,6 @@ def task_bars_info(tasks: pd.DataFrame) -> TaskBarsInfo:
 
 def task_bars_figure(info: TaskBarsInfo) -> Any:
     """Weighted best latency per task (where the end-to-end time goes)."""
-    import plotly.graph_objects as go
-
     fig = go.Figure(go.Bar(
         x=list(info.tasks), y=list(info.weighted_latency_us),
         text=[f"{t} trials" for t in info.trials], name="weighted latency",

@@ -16,6 +16,7 @@ import pandas as pd
 
 from msviz.errors import MsvizWarning
 from msviz.records.profile import LOGS_STAGE, OTHER, STAGES
+from msviz.views._plotly_imports import go, qualitative
 from msviz.views.common import note_figure
 
 __all__ = [
@@ -114,8 +115,6 @@ def profile_table_text(info: ProfileInfo) -> str:
 
 
 def _colors(stages: tuple[str, ...]) -> dict[str, str]:
-    from plotly.colors import qualitative  # not plotly.express: 0.3 s to import
-
     palette = qualitative.Dark24
     out = {s: palette[i % len(palette)] for i, s in enumerate(s for s in stages if s != OTHER)}
     out[OTHER] = "#b0b0b0"
@@ -146,8 +145,6 @@ def _binned_rows(info: ProfileInfo) -> tuple[pd.DataFrame, int]:
 def profile_batches_figure(info: ProfileInfo) -> Any:
     """Seconds per batch, stacked by stage (setting up and the end as their own bars); above
     :data:`MOST_BARS` batches, a bar for each run of consecutive batches."""
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     colors = _colors(info.stages)
     rows, k = _binned_rows(info)
@@ -180,8 +177,6 @@ def profile_batches_figure(info: ProfileInfo) -> Any:
 
 def profile_totals_figure(info: ProfileInfo) -> Any:
     """Seconds by stage in all, with each stage's share of the wall time."""
-    import plotly.graph_objects as go
-
     totals = info.totals.iloc[::-1]  # the biggest on top
     colors = _colors(info.stages)
     fig = go.Figure(go.Bar(
@@ -200,8 +195,6 @@ def profile_totals_figure(info: ProfileInfo) -> Any:
 
 def profile_tasks_figure(info: ProfileInfo) -> Any:
     """Seconds spent on each task's batches (a model's tasks)."""
-    import plotly.graph_objects as go
-
     tasks = info.tasks.sort_values("seconds", ascending=True)
     fig = go.Figure(go.Bar(x=tasks["seconds"], y=tasks["task"], orientation="h",
                            text=[f"{s * 100:.1f}%" for s in tasks["share"]],

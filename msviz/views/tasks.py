@@ -20,9 +20,11 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure, step_points
 from msviz.views.history import SMALL_MULTIPLES_FROM, trial_seconds
 
@@ -241,7 +243,6 @@ def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
         warnings.warn("no trials yet: no model latency to estimate", MsvizWarning, stacklevel=2)
         return ModelLatencyInfo((), (), (), None, tuple(TaskTrials(t.name, (), (), ())
                                                         for t in listed), e2e)
-    import numpy as np
 
     # one pass of numpy over (trials x tasks), not a Python loop per trial and per task
     # (20,000 trials of 28 tasks: 1 s): each task's best so far in its column
@@ -281,8 +282,6 @@ def _x(info_x: Sequence[float], x: str) -> str:
 def model_latency_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
     """The estimated model latency against the trial number or wall time; the end-to-end
     results (untuned, tuned) as horizontal lines when known."""
-    import numpy as np
-    import plotly.graph_objects as go
 
     title = _x(info.trial, x)
     xs = info.trial if x == "trial" else info.seconds
@@ -332,8 +331,6 @@ def task_trials_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
     from :data:`~msviz.views.history.SMALL_MULTIPLES_FROM` tasks on, a heat map (a row per
     task, a column per bin of the run: how many trials the task got there), not 28 lines
     over one another."""
-    import numpy as np
-    import plotly.graph_objects as go
 
     title = _x(info.trial, x)
     fig = go.Figure(layout={**_LAYOUT, "title": "Trials per task",
@@ -354,8 +351,6 @@ def task_trials_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
 def _trials_heat_map(fig: Any, info: ModelLatencyInfo, x: str) -> Any:
     """Trials per task as a heat map: tasks top to bottom in their order, the run in
     :data:`TRIAL_BINS` columns."""
-    import numpy as np
-    import plotly.graph_objects as go
 
     every = np.array(info.trial if x == "trial" else info.seconds, dtype=float)
     every = every[np.isfinite(every)]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 import ipywidgets as W
 import traitlets
+
+from msviz.views._plotly_imports import go
 
 __all__ = ["ErrorArea", "ErrorGuard", "Selection", "code_html", "figure_widget", "layout_leaves",
            "replace_figure"]
@@ -84,8 +87,6 @@ class ErrorArea(W.HTML):
     @property
     def text(self) -> str:
         """The error shown, as plain text ("" when none)."""
-        import re
-
         return html.unescape(re.sub(r"<[^>]+>", "", self.value))
 
 
@@ -114,8 +115,6 @@ class ErrorGuard:
 
 def figure_widget() -> Any:
     """An empty plotly FigureWidget styled with :data:`TEMPLATE`."""
-    import plotly.graph_objects as go
-
     return go.FigureWidget(layout={"template": TEMPLATE})
 
 

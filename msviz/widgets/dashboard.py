@@ -446,8 +446,6 @@ class Dashboard(W.VBox):
 
 def _target_text(target: Any) -> str:
     """The header line naming where kernels are compiled for (and measured)."""
-    import html
-
     try:
         text = describe_target(target)
     except Exception as err:  # a stored target this TVM cannot parse: say so, keep the dashboard

@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz.views._plotly_imports import go
 from msviz.views.common import note_figure
 from msviz.views.evolution import EvolutionInfo, evolution_figure, evolution_info
 from msviz.widgets.common import ErrorArea, figure_widget
@@ -67,8 +68,6 @@ class EvolutionView(W.VBox):
         gens = {g.generation: g for g in self.info.generations}
         info = gens.get(self.generation.value)
         if info is None:
-            import plotly.graph_objects as go
-
             self.summary.value = "<i>no generation yet</i>"
             show_figure(self.figure, note_figure(go.Figure(layout={"height": 340}), (
                 "no generation yet: the search's first stage (the initial population) "
