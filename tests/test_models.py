@@ -12,6 +12,7 @@ import tvm
 from tvm import relax
 
 from msviz import WorkloadError, compat, models
+from tests.conftest import require
 
 TARGET = compat.make_target("llvm")
 
@@ -161,7 +162,7 @@ def test_nn_module_with_spec() -> None:
 
 
 def _onnx_file(path: Path, *, dynamic: bool = False, op: str = "Relu") -> tuple[Path, dict]:
-    onnx = pytest.importorskip("onnx")
+    onnx = require("onnx", "msviz[onnx]")
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(7)

@@ -114,12 +114,12 @@ def test_design_space_info_says_which_spaces_use_the_intrinsic() -> None:
                   (15, "SamplePerfectTile", 5))
     plain = ((4, "SamplePerfectTile", 84), (6, "SamplePerfectTile", 84),
              (8, "SamplePerfectTile", 7))
-    by_hand = [(tensorized + ((21, "SampleCategorical", 4),), 16800, ("dot_16x4_vnni",)),
-               (tensorized + ((23, "SampleCategorical", 4),), 16800, ("dot_16x4_vnni",)),
-               (tensorized + ((23, "SampleCategorical", 4),), 16800, ("dot_16x4_vnni",)),
-               (plain + ((16, "SampleCategorical", 4),), 197568, ()),
-               (plain + ((16, "SampleCategorical", 4),), 197568, ()),
-               (plain + ((14, "SampleCategorical", 4),), 197568, ())]
+    by_hand = [((*tensorized, (21, "SampleCategorical", 4)), 16800, ("dot_16x4_vnni",)),
+               ((*tensorized, (23, "SampleCategorical", 4)), 16800, ("dot_16x4_vnni",)),
+               ((*tensorized, (23, "SampleCategorical", 4)), 16800, ("dot_16x4_vnni",)),
+               ((*plain, (16, "SampleCategorical", 4)), 197568, ()),
+               ((*plain, (16, "SampleCategorical", 4)), 197568, ()),
+               ((*plain, (14, "SampleCategorical", 4)), 197568, ())]
     assert len(spaces) == len(by_hand)
     expected = DesignSpaceInfo(tuple(
         SpaceInfo(i, "\n".join(re.sub(r",?\s*decision=[^)]*\)$", ")", line) for line in s.trace),

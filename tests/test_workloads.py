@@ -6,7 +6,6 @@ import pytest
 
 from msviz import WorkloadError, compat, workloads
 
-
 #: FLOP as TVM's estimate counts it: one per float add, subtract, multiply, divide, max; calls
 #: (exp, sqrt) and the integer index / padding arithmetic are free.
 #: Softmax over rows: max, subtract (exp is free), add (the sum) and divide per element.

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from msviz.views import plots as P
+from tests.conftest import require
 
 NAN = math.nan
 
@@ -67,7 +68,7 @@ def test_cost_model_rank_correlation_with_ties(same) -> None:
 
 
 def test_rank_correlation_follows_scipy() -> None:
-    stats = pytest.importorskip("scipy.stats")
+    stats = require("scipy.stats", "xgboost's dependency scipy")
     ok = COST.dropna()
     rho = stats.spearmanr(ok["predicted_score"], ok["gflops"]).statistic
     assert rho == pytest.approx(10 / 17) and P.cost_model_info(COST).spearman == \

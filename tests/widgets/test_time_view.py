@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from msviz.records.profile import profile_frame
@@ -61,7 +63,7 @@ def test_time_tab_follows_a_session(tuned_session) -> None:
     profile = tuned_session.profile
     keys = list(zip(profile["task"].astype(str), profile["batch"].astype(object).fillna(-1),
                     strict=True))
-    runs = 1 + sum(a != b for a, b in zip(keys, keys[1:], strict=False))
+    runs = 1 + sum(a != b for a, b in itertools.pairwise(keys))
     assert {int(b) for b in profile["batch"].dropna()} == {0, 1}
     stages = sorted(set(profile["stage"]))
     traces = dash.time_view.batches.data

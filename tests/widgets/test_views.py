@@ -20,6 +20,7 @@ from msviz.widgets import (
     TraceView,
 )
 from msviz.widgets.trace_view import measured_text
+from tests.conftest import require
 
 
 def test_run_dashboard_shows_failures_by_cause(stock_run) -> None:
@@ -54,7 +55,7 @@ def test_plot_panel(stock_run) -> None:
 
 
 def test_plot_panel_on_session_trials(tuned_session) -> None:
-    stats = pytest.importorskip("scipy.stats")
+    stats = require("scipy.stats", "xgboost's dependency scipy")
     trials = tuned_session.trials
     panel = PlotPanel(trials)
     assert list(panel.color_by.options) == ["status", "generation", "batch", "task"]
