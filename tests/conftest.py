@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+
+def in_ci() -> bool:
+    """Whether the suite runs in CI (``CI=true``, as CI services set it), where every extra is
+    installed."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import the module an optional extra brings: a test that needs it is skipped where the
+    extra is missing, but fails in CI, where a skip would hide the work it did not do.
+
+    Parameters
+    ----------
+    module : str
+        The module to import (``"ray"``, ``"onnx"``).
+    extra : str
+        What installs it, for the message (``"msviz[ray]"``).
+    """
+    if not in_ci():
+        return pytest.importorskip(module, reason=f"{module} is not installed ({extra})")
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        pytest.fail(f"{module} is missing in CI, where {extra} is installed: {err}",
+                    pytrace=False)
+
 
 #: Workloads the stock work dirs are tuned on (catalogue names).
 STOCK_WORKLOADS = {"GMM": "GMM-0", "C2D": "C2D-3", "SFM": "SFM-0"}

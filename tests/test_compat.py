@@ -44,7 +44,8 @@ def test_a_session_targets_the_host_cpu(tmp_path):
 
 
 def test_features_the_os_hides_are_turned_off():
-    mcpu = compat.host_cpu().mcpu
+    host = compat.host_cpu()
+    mcpu = host.mcpu
     if mcpu is None:
         pytest.skip("LLVM does not know this CPU")
     isa = _llvm_isa_features(mcpu)
@@ -57,7 +58,12 @@ def test_features_the_os_hides_are_turned_off():
     spelled = {re.sub(r"^(avx512|amx|avx)(?=[a-z])", r"\1_", f) for f in isa}
     assert compat.host_cpu(cpu_flags=spelled).disabled == ()
     # the cached host answer was not replaced by the explicit ones
-    assert compat.host_cpu() == compat.host_cpu()
+    assert compat.host_cpu() is host
+    # and it is this machine's answer: LLVM's extensions that /proc/cpuinfo reports (own parse)
+    line = re.search(r"^flags\s*:(.*)$", open("/proc/cpuinfo").read(), re.M).group(1)
+    os_flags = {f.replace("_", "") for f in line.split()}
+    assert host.features == tuple(sorted(
+        f for f in isa if f.replace("-", "").replace(".", "") in os_flags))
 
 
 @pytest.mark.parametrize(

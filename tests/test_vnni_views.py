@@ -22,7 +22,7 @@ from msviz.trace.tensorize import (
     intrinsic_info,
     tensorize_info,
 )
-from msviz.views.design_spaces import design_space_info
+from msviz.views.design_spaces import DesignSpaceInfo, SpaceInfo, design_space_info
 
 HAS_VNNI = compat.target_has_features(compat.make_target("llvm"), ("avx512vnni",))
 pytestmark = pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX-512 VNNI")
@@ -106,6 +106,28 @@ def test_design_space_info_says_which_spaces_use_the_intrinsic() -> None:
     assert tuple(s.intrinsics for s in info.spaces) == uses
     assert info.tensorized == tuple(i for i, u in enumerate(uses) if u) != ()
     assert info.warnings == ()
+    # The whole info by hand. I8DP-0 is 64x64x64. Tensorized (spaces 0-2): i in 4 tiles of 64
+    # (6 twos in 4 parts: C(9, 3) = 84), j's 64/16 = 4 in 4 tiles (C(5, 3) = 10), k's 64/4 =
+    # 16 in 2 (5), unroll of 4 choices: 84 x 10 x 5 x 4 = 16,800. Not tensorized (3-5): i and
+    # j 84 each, k 64 in 2 (7), unroll 4: 197,568. Spaces differ in where the unroll sits.
+    tensorized = ((11, "SamplePerfectTile", 84), (13, "SamplePerfectTile", 10),
+                  (15, "SamplePerfectTile", 5))
+    plain = ((4, "SamplePerfectTile", 84), (6, "SamplePerfectTile", 84),
+             (8, "SamplePerfectTile", 7))
+    by_hand = [((*tensorized, (21, "SampleCategorical", 4)), 16800, ("dot_16x4_vnni",)),
+               ((*tensorized, (23, "SampleCategorical", 4)), 16800, ("dot_16x4_vnni",)),
+               ((*tensorized, (23, "SampleCategorical", 4)), 16800, ("dot_16x4_vnni",)),
+               ((*plain, (16, "SampleCategorical", 4)), 197568, ()),
+               ((*plain, (16, "SampleCategorical", 4)), 197568, ()),
+               ((*plain, (14, "SampleCategorical", 4)), 197568, ())]
+    assert len(spaces) == len(by_hand)
+    expected = DesignSpaceInfo(tuple(
+        SpaceInfo(i, "\n".join(re.sub(r",?\s*decision=[^)]*\)$", ")", line) for line in s.trace),
+                  "\n".join(s.trace), sites, size, s.script, intrinsics)
+        for i, (s, (sites, size, intrinsics)) in enumerate(zip(spaces, by_hand, strict=True))),
+        ())
+    assert info == expected
+    assert info.tensorized == (0, 1, 2)
 
 
 def test_design_space_view_shows_intrinsic_and_warning() -> None:
@@ -154,7 +176,10 @@ def test_code_view_highlights_vpdpbusd(vnni_run: Any) -> None:
     sel.trial = run.best().index
     asm = code.generated_source(run.best(), vnni_run.target, "asm")
     n = len(code.special_instructions(asm).lines)
-    assert n > 0
+    # by hand: the lines whose instruction is vpdpbusd (the mnemonic is the first word)
+    mine = [i for i, line in enumerate(asm.splitlines())
+            if line.split() and line.split()[0] == "vpdpbusd"]
+    assert n == len(mine) > 0 and code.special_instructions(asm).lines == tuple(mine)
     assert view.code.value.count('class="msviz-mark"') == n
     assert f"<code>vpdpbusd</code> x{n}" in view.title.value
     lines = asm.splitlines()

@@ -82,11 +82,20 @@ def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
             "return [...document.querySelectorAll('.msviz-dashboard .widget-html')]"
             ".map(e => e.textContent.trim()).find(t => /^[0-9]+\\/[0-9]+ trials/.test(t))")
         assert re.match(rf"{rows}/{MAX_TRIALS} trials", progress), progress
-        # the plot shows them: open the Plots tab and count the points
+        # the plots show them: open the Plots tab and count each graph's points. Best so far
+        # (a dot per trial; the step line has none), every trial by status, cost model
+        # (every measured candidate has its predicted score): a point per row in each
         _open_tab(driver, "Plots")
-        _wait(driver, "return document.querySelectorAll("
-              "'.msviz-dashboard .js-plotly-plot .scatterlayer .point').length >= 8",
-              timeout=60, what="the trial points in the plot")
+        # (by title: the decisions and importance plots are drawn on request)
+        points = ("Object.fromEntries([...document.querySelectorAll('.msviz-dashboard "
+                  ".js-plotly-plot')].filter(g => g.offsetParent && g.querySelector('.gtitle'))"
+                  ".map(g => [g.querySelector('.gtitle').textContent.split(' (')[0],"
+                  " g.querySelectorAll('.scatterlayer .point').length]))")
+        plots = ("Best so far", "Every trial, by status", "Cost model")
+        _wait(driver, f"const n = {points}; return {list(plots)}.every(t => n[t] >= {rows})",
+              timeout=60, what=f"{rows} points in each of {plots}")
+        shown = driver.execute_script(f"return {points}")
+        assert {t: shown.get(t) for t in plots} == dict.fromkeys(plots, rows), shown
         # select the first trial and edit one decision in the trace view
         _open_tab(driver, "Trials")
         driver.find_element("css selector", ".msviz-tt tbody tr").click()

@@ -4,6 +4,7 @@ shows an error; one screenshot per tab under ``artifacts/``."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -126,6 +127,41 @@ def _edit_and_measure(driver) -> str:
     return driver.execute_script(status + "return s.textContent")
 
 
+#: The tabs of a local (no RPC) single-workload session's dashboard, in order.
+TABS = ["Trials", "Plots", "Time", "Trace", "Code", "Evolution", "Design spaces", "Rules"]
+
+
+def _expected_graphs(work_dir: Path) -> dict[str, dict[str, int]]:
+    """What each graph must draw, from the session's own rows (read from its work dir): the
+    graph's title up to `` (`` or ``:`` -> counts of the survey's marks."""
+    import msviz
+
+    run = msviz.open(work_dir)
+    trials, profile = run.trials, run.profile
+    n = len(trials)
+    stages = profile["stage"].nunique()
+    # one bar per run of consecutive profile lines of the same (task, batch), per stage
+    keys = list(zip(profile["task"].astype(str), profile["batch"].astype(object).fillna(-1),
+                    strict=True))
+    rows = 1 + sum(a != b for a, b in itertools.pairwise(keys))
+    last = int(trials["generation"].max())
+    return {
+        # a dot per trial (failures on the axis floor) and the best-so-far step line
+        "Best so far": {"points": n, "lines": 1},
+        "Every trial, by status": {"points": n},
+        "Cost model": {"points": int(trials["predicted_score"].notna().sum())},
+        "Where the time went": {"bars": stages},
+        "Seconds per batch, by stage": {"bars": stages * rows},
+        # the last generation's scored population (one genetic iteration: one box) and a
+        # point for each candidate it measured
+        f"Generation {last}": {"points": int((trials["generation"] == last).sum()), "boxes": 1},
+    }
+
+
+def _title_key(title: str) -> str:
+    return re.split(r" \(|:", title, maxsplit=1)[0]
+
+
 def _tab_titles(driver) -> list[str]:
     return [t.text for t in driver.find_elements(
         "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
@@ -147,7 +183,9 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
             _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
                   "return e && e.textContent === 'finished'", timeout=300, what="finished")
             titles = _tab_titles(driver)
-            assert titles[:2] == ["Trials", "Plots"] and "Evolution" in titles, titles
+            assert titles == TABS, titles
+            expected = _expected_graphs(tmp_path / "lab" / "wd")
+            assert expected["Best so far"]["points"] == 16
             for title in titles:
                 _open_tab(driver, title)
                 time.sleep(1.0)
@@ -184,6 +222,12 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
                 assert bad not in page
             graphs = report["Plots"]["graphs"]
             assert len(graphs) >= 3, graphs
+            # each plot the session's rows decide draws exactly what they hold
+            drawn = {_title_key(g["title"]): g for survey in report.values()
+                     for g in survey["graphs"]}
+            for title, counts in expected.items():
+                assert title in drawn, (title, sorted(drawn))
+                assert {k: drawn[title][k] for k in counts} == counts, (title, drawn[title])
             # the edited schedule became record line 17, checked right (plain GMM: no trap)
             assert re.fullmatch(r"measured a new trial \(record line 17\): [0-9.]+ us; "
                                 r"result checked: right", measured), measured

@@ -24,6 +24,7 @@ from msviz.engine.measure.builder import WarmLocalBuilder
 from msviz.engine.measure.measurer import Measurer
 from msviz.records.row import status
 from msviz.records.sidecar import read_sidecar
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def ray() -> Any:
     """Ray, with a local instance of 2 CPUs (shut down after the module's tests)."""
-    ray = pytest.importorskip("ray")
+    ray = require("ray", "msviz[ray]")
     if ray.is_initialized():
         ray.shutdown()
     # The build hooks below are defined here: Ray sends them to its workers by value (a worker
@@ -223,7 +224,7 @@ def test_an_address_that_does_not_answer_fails_clearly_within_the_timeout(ray: A
 
 
 def test_a_port_that_answers_but_is_no_ray_head_fails_within_the_timeout(tmp_path: Path) -> None:
-    pytest.importorskip("ray")
+    require("ray", "msviz[ray]")
     # a fresh process: ray.init is left running there (Ray cannot cancel it)
     script = textwrap.dedent("""
         import socket, sys, time

@@ -119,11 +119,16 @@ def test_rerun_tunes_within_the_restricted_space(tuned: Any, tmp_path: Path) -> 
     assert len(rerun.trials) == 4 and set(rerun.trials["task"]) == {"GMM-0"}
     assert rerun.workload_key(0) == first.workload_key(0)  # the same workload
     for i in range(len(rerun.trials)):
+        tiles = categoricals = 0
         for kind, attrs, decision in _decisions(rerun.trial(i).trace):
             if kind == "SamplePerfectTile" and attrs[0] == 4:  # MultiLevelTiling's tiles
+                tiles += 1
                 assert attrs[1] == 8 and decision[-1] <= 8
             if kind == "SampleCategorical":
+                categoricals += 1
                 assert attrs[0] == [0, 64]
+        # SSRSRS tiles GMM's three spatial loops (batch, i, j) in 4; one unroll per trial
+        assert (tiles, categoricals) == (3, 1), i
     view = msviz.compare(first, session, names=["original", "restricted"])
     assert [s.name for s in view.info.summary] == ["original", "restricted"]
     assert view.info.summary[1].trials == 4

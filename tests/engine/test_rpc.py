@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tvm
 
 import msviz
 from msviz import compat
@@ -92,7 +93,12 @@ def test_two_servers_measure_every_trial(tiny_session: Any, fleet: LocalFleet,
     # stock MetaSchedule reads the work dir
     db = compat.JSONDatabase(work_dir=str(session.work_dir))
     sch = compat.ms.tir_integration.compile_tir(db, session.workload.mod, session.target)
-    assert sch is not None
+    # ... and compiles msviz's best trial: its trace replayed on the workload is the same program
+    best = msviz.open(session.work_dir).best()
+    assert best.latency_us == trials["latency_us"].min()
+    expected = compat.Schedule(session.workload.mod)
+    best.trace.apply_to_schedule(expected, remove_postproc=False)
+    tvm.ir.assert_structural_equal(sch.mod, expected.mod)
 
 
 def test_a_server_killed_mid_session(tiny_session: Any, tmp_path: Path) -> None:

@@ -45,17 +45,23 @@ def test_cpu_code_of_a_replayed_trial(gmm_best):
         generated_source(replay, "llvm", "cuda")
 
 
-def test_cuda_source_without_a_gpu(make_spaces):
+def _cuda_replay(make_spaces):
     mod = workloads.get("GMM", 0).mod
     space = make_spaces(mod, target="cuda")[0]
-    replay = with_decisions(space, mod=mod, target="cuda")
+    return with_decisions(space, mod=mod, target="cuda")
+
+
+def test_cuda_source_without_a_gpu(make_spaces):
+    replay = _cuda_replay(make_spaces)
     source = generated_source(replay, "cuda")
     assert "__global__" in source and "threadIdx.x" in source
     assert "define" in generated_source(replay, "cuda", "host-ll")
     assert "threadIdx" in lowered_tir(replay, "cuda")
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not installed")
-    ptx = compile_cuda(source)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_cuda_source_compiles_to_ptx(make_spaces):
+    ptx = compile_cuda(generated_source(_cuda_replay(make_spaces), "cuda"))
     assert b".entry" in ptx
 
 

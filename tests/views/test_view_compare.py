@@ -86,15 +86,24 @@ def test_model_runs_compare_their_estimated_latency(same: Any) -> None:
     assert [t.name for t in compare_figure(info).data] == ["one"]  # two has nothing to draw
 
 
-def test_runs_of_other_tasks_warn_and_empty_runs_say_why() -> None:
+def test_runs_of_other_tasks_warn_and_empty_runs_say_why(same: Any) -> None:
     a = _run([("GMM", 1.0)], [("GMM", "ok", 5.0, 0.0)])
     b = _run([("C2D", 1.0)], [])
     with pytest.warns(MsvizWarning, match="different workloads .*a: GMM; b: C2D"):
         info = compare_info({"a": a, "b": b})
     # named differently, the same workload by its key: no warning (warnings are errors here)
-    compare_info({"a": a, "b": b}, workloads={"a": ["123"], "b": ["123"]})
-    assert info.runs[1] == RunCurve("b", (), (), ())
+    assert same(compare_info({"a": a, "b": b}, workloads={"a": ["123"], "b": ["123"]}), info)
+    # a: its one trial is the best of all; b: nothing measured, nothing known
+    assert same(info, CompareInfo("Best latency so far (µs)", (
+        RunCurve("a", (0,), (0.0,), (5.0,)),
+        RunCurve("b", (), (), ()),
+    ), (
+        RunSummary("a", 1, 1, 0, 5.0, 1.0, 1, 0.0),
+        RunSummary("b", 1, 0, 0, NAN, NAN, None, NAN),
+    )))
     empty = compare_info({"b": b})
+    assert same(empty, CompareInfo("Best latency so far (µs)", (RunCurve("b", (), (), ()),),
+                                   (RunSummary("b", 1, 0, 0, NAN, NAN, None, NAN),)))
     fig = compare_figure(empty)
     assert fig.data == () and "no successful trial" in fig.layout.annotations[0].text
     with pytest.raises(ValueError, match="at least one run"):

@@ -77,4 +77,12 @@ def test_devices_info_when_empty_still_draws_its_axes_and_warns(same: Any) -> No
     assert fig.layout.title.text == "Candidates per device and minute"
     assert "no trial measured" in fig.layout.annotations[0].text
     waiting = devices_info({**STATUS, "servers": [], "queue": {}}, None, waiting=True)
-    assert waiting.waiting and "waiting for a server under key 'cpu'" in devices_text(waiting)
+    assert same(waiting, DevicesInfo("127.0.0.1:9190", "cpu", True, None, (), (), (), (), 0))
+    assert devices_text(waiting) == "\n".join([
+        "tracker 127.0.0.1:9190, key cpu",
+        "waiting for a server under key 'cpu'",
+        "",
+        "(no server registered)",
+        "",
+        "(empty queue)",
+    ])

@@ -8,6 +8,7 @@ import msviz
 from msviz.engine.events import EventLog
 from msviz.engine.measure.rpc import RPCSpec
 from msviz.records import row
+from msviz.views.devices import DevicesInfo
 from msviz.widgets.devices_view import DevicesView
 
 
@@ -18,16 +19,28 @@ def test_devices_view_shows_servers_queue_and_waiting() -> None:
               "error": None}
     log.emit("waiting_for_devices", "GMM-0", **status)
     view = DevicesView(log.snapshot())
+    assert view.info == DevicesInfo(
+        tracker="127.0.0.1:9190", key="cpu", waiting=True, error=None, servers=(),
+        queue=({"key": "cpu", "total": 0, "free": 0, "pending": 1},), per_device=(),
+        per_minute=(), unknown=0)
     assert view.info.waiting and "waiting for devices" in view.summary.value
     assert "no server registered" in view.summary.value
     assert view.error.text == ""
     assert "no trial measured" in view.figure.layout.annotations[0].text
 
     log.emit("devices", "GMM-0", **{**status, "total": 1, "free": 1, "pending": 0,
-                                    "servers": [{"address": "127.0.0.1:9001", "key": "cpu"}]})
+                                    "servers": [{"address": "127.0.0.1:9001", "key": "cpu"}],
+                                    "queue": {"cpu": {"total": 1, "free": 1, "pending": 0}}})
     trials = row.trials_frame({"status": ["ok", "ok"], "device": ["127.0.0.1:9001"] * 2,
                                "timestamp": ["2026-01-01T00:00:00+00:00"] * 2})
     view.update(log.snapshot(), trials)
+    assert view.info == DevicesInfo(
+        tracker="127.0.0.1:9190", key="cpu", waiting=False, error=None,
+        servers=({"address": "127.0.0.1:9001", "key": "cpu", "trials": 2},),
+        queue=({"key": "cpu", "total": 1, "free": 1, "pending": 0},),
+        per_device=({"device": "127.0.0.1:9001", "trials": 2, "ok": 2, "device_lost": 0,
+                     "failed": 0, "registered": True},),
+        per_minute=({"minute": 0, "device": "127.0.0.1:9001", "trials": 2},), unknown=0)
     assert not view.info.waiting and "waiting" not in view.summary.value
     assert "<code>127.0.0.1:9001</code>" in view.summary.value
     assert [t.name for t in view.figure.data] == ["127.0.0.1:9001"]

@@ -12,6 +12,7 @@ import pytest
 
 import msviz
 from msviz.engine.events import Event
+from msviz.views.tasks import TASK_TABLE_COLUMNS, TasksInfo
 from msviz.widgets import Dashboard
 from msviz.widgets.tasks_view import ALL_TASKS, TasksView
 from tests.conftest import MODEL_TASKS
@@ -101,6 +102,15 @@ def _trials(rows: list[tuple[str, float]]) -> pd.DataFrame:
     return frame
 
 
+def _task_frame(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["ID", *TASK_TABLE_COLUMNS]).set_index("ID")
+
+
+def _same_tasks_info(info: TasksInfo, expected: TasksInfo) -> None:
+    pd.testing.assert_frame_equal(info.frame, expected.frame)
+    assert info._replace(frame=None) == expected._replace(frame=None)
+
+
 def test_tasks_view_live_from_events() -> None:
     view = TasksView()
     assert "no tasks yet" in view.table.value
@@ -114,8 +124,12 @@ def test_tasks_view_live_from_events() -> None:
                        "_task": "dense"}),
     ])
     view.update_from_events(events, _trials([]))
-    assert list(view.info.frame["Name"]) == ["dense", "relu"]
-    assert view.info.next_pick == 0 and "round-robin warm-up" in view.table.value
+    nan = math.nan
+    _same_tasks_info(view.info, TasksInfo(_task_frame([
+        (0, "dense", 8000.0, 2.0, nan, nan, nan, 0, False, nan, True),
+        (1, "relu", 100.0, 1.0, nan, nan, nan, 0, False, nan, False),
+    ]), 0, "gradient", "round-robin warm-up", None))
+    assert "round-robin warm-up" in view.table.value
     assert view.latency.layout.annotations[0].text == "no trials yet"
     later = _events([
         ("scheduled", {"batch": 2, "scheduler": "gradient", "pick": 1, "pick_name": "relu",
@@ -129,10 +143,11 @@ def test_tasks_view_live_from_events() -> None:
     ])
     trials = _trials([("dense", 6.0), ("relu", 2.0), ("dense", 4.0)])
     view.update_from_events(later, trials)
-    frame = view.info.frame
-    assert list(frame["Gradient"]) == [3.5, 0.25]
-    assert list(frame["Next"]) == [False, True] and list(frame["Done"]) == [True, False]
-    assert list(frame["Weighted Latency (us)"]) == [8.0, 2.0]
+    # dense: best 4 us of 8,000 FLOP = 2 GFLOPS, weight 2; relu: 100 FLOP in 2 us = 0.05
+    _same_tasks_info(view.info, TasksInfo(_task_frame([
+        (0, "dense", 8000.0, 2.0, 2.0, 4.0, 8.0, 2, True, 3.5, False),
+        (1, "relu", 100.0, 1.0, 0.05, 2.0, 2.0, 1, False, 0.25, True),
+    ]), 1, "gradient", "forced by user", 10.0))
     assert "&#9654; relu <i>(next)</i>" in view.table.value
     assert "forced by user" in view.table.value
     # estimated model latency: unknown at trial 0, then 2 x 6 + 2, then 2 x 4 + 2

@@ -20,6 +20,7 @@ from msviz.widgets import (
     TraceView,
 )
 from msviz.widgets.trace_view import measured_text
+from tests.conftest import require
 
 
 def test_run_dashboard_shows_failures_by_cause(stock_run) -> None:
@@ -54,7 +55,7 @@ def test_plot_panel(stock_run) -> None:
 
 
 def test_plot_panel_on_session_trials(tuned_session) -> None:
-    stats = pytest.importorskip("scipy.stats")
+    stats = require("scipy.stats", "xgboost's dependency scipy")
     trials = tuned_session.trials
     panel = PlotPanel(trials)
     assert list(panel.color_by.options) == ["status", "generation", "batch", "task"]
@@ -94,10 +95,21 @@ def test_plot_panel_from_empty_to_live_trials(tuned_session) -> None:
     panel.update(trials)
     assert panel.error.text == "" and panel.color_by.value == "status"
     ok = int(trials["latency_us"].notna().sum())
+    assert ok == len(trials) == 16  # GMM-0: every candidate builds and runs
+    # every trial a dot: in the history's "trial" trace, in the scatter's status=ok trace
+    assert [(t.name, len(t.x)) for t in panel.history.data if t.name != "best so far"] == [
+        ("trial", ok)]
+    assert [(t.name, len(t.x)) for t in panel.scatter.data] == [("status=ok", ok)]
     for fig in (panel.history, panel.scatter):
-        assert sum(len(t.x) for t in fig.data if "trial" in t.name or "=" in t.name) >= ok
         assert fig.layout.annotations == ()
     assert sum(len(t.x) for t in panel.cost_model.data) == ok
+    # the best-so-far steps by hand: the first trial, each new lowest latency, the last trial
+    latency = trials["latency_us"].tolist()
+    steps = [0] + [i for i in range(1, ok) if latency[i] < min(latency[:i])]
+    steps += [ok - 1] if steps[-1] != ok - 1 else []
+    (best,) = [t for t in panel.history.data if t.name == "best so far"]
+    assert list(best.x) == [trials["trial"].iloc[i] for i in steps]
+    assert list(best.y) == [min(latency[: i + 1]) for i in steps]
 
 
 def test_best_so_far_wall_time_within_the_session(tuned_session) -> None:
@@ -165,8 +177,11 @@ def test_measured_text(data, text) -> None:
 
 def test_trace_view_error_shows_under_view(stock_run) -> None:
     view = TraceView(stock_run.trial)
-    view.show(len(stock_run.trials) + 5)
-    assert view.error.text.startswith("[TraceView] trial")
+    assert len(stock_run.trials) == 12  # 8 measured, 4 build timeouts
+    view.show(17)
+    assert view.error.text == "[TraceView] trial 17 is out of range: this run has 12 trials"
+    view.show(0)  # a good trial clears it
+    assert view.error.text == "" and "Trace of trial 0" in view.title.value
 
 
 def test_code_view(stock_run) -> None:
@@ -202,7 +217,21 @@ def test_rules_editor() -> None:
     assert "MultiLevelTiling" in editor.error.text and "structure" in editor.error.text
 
 
+def _space_keys(rules: RuleSet) -> list[str]:
+    """GMM-0's design spaces under ``rules`` straight from MetaSchedule, each trace with its
+    decisions cut (what tells two spaces apart)."""
+    from msviz import compat, workloads
+
+    target = compat.make_target("llvm")
+    ctx = compat.ms.TuneContext(mod=workloads.get("GMM-0").mod, target=target,
+                                space_generator=rules.space_generator(target), num_threads=1)
+    return ["\n".join(re.sub(r", decision=.*\)$", ")", line) for line in sch.trace.as_python())
+            for sch in ctx.generate_design_space()]
+
+
 def test_design_space_view_shows_changes() -> None:
+    from msviz.views.design_spaces import SpaceChange
+
     view = DesignSpaceView("GMM-0")
     assert len(view.info.spaces) == 3
     assert all(s.size > 1 for s in view.info.spaces)
@@ -210,9 +239,18 @@ def test_design_space_view_shows_changes() -> None:
     rules = RuleSet.default("llvm")
     rules.set("MultiLevelTiling", max_innermost_factor=16)
     view.show_rules(rules)
-    assert view.changes is not None
-    assert len(view.changes.appeared) == len(view.changes.disappeared) >= 1
-    assert "appeared" in view.summary.value
+    # the changes from spaces generated here: a space is kept when its decision-free trace is
+    old, new = _space_keys(RuleSet.default("llvm")), _space_keys(rules)
+    assert view.changes == SpaceChange(
+        tuple(i for i, k in enumerate(new) if k not in old),
+        tuple(i for i, k in enumerate(old) if k not in new),
+        tuple((old.index(k), i) for i, k in enumerate(new) if k in old))
+    # by hand: every space tiles the matmul with the rule's max_innermost_factor in its trace
+    assert view.changes == SpaceChange((0, 1, 2), (0, 1, 2), ())
+    assert ("after the rule edit: 3 space(s) appeared [0, 1, 2], 3 disappeared [0, 1, 2], "
+            "0 kept") in view.summary.value
+    view.show_rules(rules.copy())  # the same rules again: every space kept, in place
+    assert view.changes == SpaceChange((), (), ((0, 0), (1, 1), (2, 2)))
 
 
 def test_evolution_view_before_any_generation() -> None:
