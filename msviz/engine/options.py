@@ -10,7 +10,7 @@ from typing import Any
 
 from msviz import models
 from msviz.check.schedule import validate_mode
-from msviz.errors import WorkDirError
+from msviz.errors import WorkDirError, WriteError
 from msviz.records import database as db_files
 from msviz.workloads import resolve
 
@@ -20,6 +20,7 @@ __all__ = [
     "check_seed",
     "check_session",
     "check_work_dir",
+    "check_writable",
     "task_of",
     "tasks_of",
 ]
@@ -84,6 +85,29 @@ def check_work_dir(work_dir: Any, resume: Any) -> None:
             raise WorkDirError(
                 f"{work_dir} already holds tuning records: pass resume=True to continue "
                 "them, or choose another work_dir")
+
+
+def check_writable(work_dir: Path) -> None:
+    """Make ``work_dir`` (and its parents) and check a file can be written in it, so a path
+    that cannot hold records fails here, naming it, not later on the worker thread.
+
+    Raises
+    ------
+    WriteError
+        The directory cannot be made, or a file cannot be created in it.
+    """
+    try:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        probe = work_dir / f".msviz-write-check-{os.getpid()}"
+        with open(probe, "wb") as f:
+            f.write(b"msviz")
+        probe.unlink()
+    except OSError as err:
+        where = err.filename if err.filename and str(err.filename) != str(work_dir) else None
+        raise WriteError(
+            f"work_dir {str(work_dir)!r} cannot be written ({err.strerror or err}"
+            f"{f': {where}' if where else ''}): choose a directory msviz may create files "
+            "in") from None
 
 
 def check_session(*, check: Any, strategy: Any, max_trials: Any, trials_per_batch: Any,

@@ -22,9 +22,16 @@ from msviz.engine.control import (
     LiveTrials,
     SessionStateError,
 )
+from msviz.engine.control.lock import check_unlocked
 from msviz.engine.events import EventLog
 from msviz.engine.measure.rpc import fleet_of
-from msviz.engine.options import check_budget, check_session, task_of, tasks_of
+from msviz.engine.options import (
+    check_budget,
+    check_session,
+    check_writable,
+    task_of,
+    tasks_of,
+)
 from msviz.engine.profile import Profile
 from msviz.engine.search.presets import knobs_for
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
@@ -133,6 +140,8 @@ class Session:
         self.rules = (rules or RuleSet.default(self.target)).copy().validate()
         self.work_dir = Path(work_dir) if work_dir is not None else Path(
             tempfile.mkdtemp(prefix="msviz-"))
+        check_writable(self.work_dir)
+        check_unlocked(self.work_dir)  # held from start(); a live holder is refused now
         self._resume = resume
         self.max_trials = max_trials
         self.trials_per_batch = trials_per_batch

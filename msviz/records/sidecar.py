@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from msviz.errors import MsvizWarning
+from msviz.errors import MsvizWarning, WriteError
 from msviz.records import row as trial_row
 from msviz.records.row import SIDECAR_COLUMNS
 
@@ -89,10 +89,14 @@ class SidecarWriter:
         with self._lock:
             if self._file.closed:
                 raise ValueError(f"sidecar {self.path} is closed")
-            self._file.write(text)
-            self._file.flush()
-            if self._fsync:
-                os.fsync(self._file.fileno())
+            try:
+                self._file.write(text)
+                self._file.flush()
+                if self._fsync:
+                    os.fsync(self._file.fileno())
+            except OSError as err:  # a flush names no file: say which (and why, e.g. disk full)
+                raise WriteError(f"cannot append to the sidecar {self.path}: "
+                                 f"{err.strerror or err}") from err
         return entry
 
     def trial(self, line: int, **fields: Any) -> dict:
@@ -107,7 +111,10 @@ class SidecarWriter:
         """Close the file (idempotent)."""
         with self._lock:
             if not self._file.closed:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError:  # the write that could not be flushed has raised already
+                    pass
 
     def __enter__(self) -> SidecarWriter:
         return self
