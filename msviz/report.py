@@ -13,6 +13,7 @@ from typing import Any
 from msviz.compat import describe_target
 from msviz.records import Run, open_work_dir
 from msviz.records.model_profile import recorded_model_profile
+from msviz.records.sidecar import quarantine_of
 from msviz.views import (
     best_so_far_figure,
     best_so_far_info,
@@ -36,6 +37,7 @@ from msviz.views.profile import (
     profile_tasks_figure,
     profile_totals_figure,
 )
+from msviz.views.quarantine import quarantine_info
 
 __all__ = ["render_report", "write_report"]
 
@@ -175,6 +177,7 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
     if len(triage):
         parts.append("<h2>Failures by cause</h2>")
         parts.append(_table(triage.set_index("status"), text_columns=("cause", "trials")))
+    parts += _quarantine_section(run)
     table = trial_table_info(run.trials)
     parts.append("<h2>Trials</h2>")
     if table.note:
@@ -191,6 +194,15 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         + "\n".join(parts)
         + "</body></html>"
     )
+
+
+def _quarantine_section(run: Run) -> list[str]:
+    """What the search skipped because it raised (nothing when nothing did)."""
+    info = quarantine_info(quarantine_of(run))
+    if not info.lines:
+        return []
+    return [f'<h2 id="quarantine">{html.escape(info.title)}</h2>',
+            "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in info.lines) + "</ul>"]
 
 
 def _time_section(run: Run, plotly_js: bool | str) -> list[str]:

@@ -41,6 +41,7 @@ from msviz.errors import MsvizWarning
 from msviz.records.model_profile import DEFAULT_THRESHOLD, PROFILE_RUNS, model_profile_of
 from msviz.records.profile import profile_frame
 from msviz.records.run import Run
+from msviz.records.sidecar import QUARANTINE_KIND, quarantine_entries
 from msviz.space_generator.intrinsics import untensorized_int8
 from msviz.space_generator.rules import RuleSet
 
@@ -369,6 +370,15 @@ class Session:
         """The trials so far; equal to ``msviz.open(work_dir).trials`` (same columns, values
         and dtypes) once the session has ended."""
         return self._live.get().trials
+
+    @property
+    def quarantine(self) -> list[dict]:
+        """What raised during this session's search and was skipped instead of ending the run:
+        one dict per ``task``, ``where`` (``"candidate"``, ``"design_space"``, ``"postproc"``
+        or ``"mutator"``) and ``what`` (the step's name), with TVM's ``message`` (the first;
+        ``last_message`` the latest) and ``count``. Empty when nothing raised."""
+        return quarantine_entries({**e.data, "task": e.task}
+                                  for e in self.events.of_kind(QUARANTINE_KIND))
 
     @property
     def profile(self) -> pd.DataFrame:

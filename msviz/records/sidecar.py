@@ -38,10 +38,37 @@ __all__ = [
     "Sidecar",
     "SidecarWriter",
     "merge_sidecar",
+    "quarantine_entries",
+    "quarantine_of",
     "read_sidecar",
 ]
 
 SIDECAR_FILE = "msviz_sidecar.jsonl"
+
+#: The sidecar kind (and event kind) of a quarantine entry (see msviz.engine.search.quarantine).
+QUARANTINE_KIND = "quarantine"
+QUARANTINE_FIELDS = ("task", "where", "what", "message", "last_message", "count")
+
+
+def quarantine_entries(items: Any) -> list[dict]:
+    """The last state of each quarantine entry (by task, where, what) among ``quarantine``
+    events' data or sidecar lines (other kinds are ignored), in the order each first
+    appeared."""
+    out: dict[tuple, dict] = {}
+    for item in items:
+        if item.get("kind", QUARANTINE_KIND) != QUARANTINE_KIND:
+            continue
+        key = (item.get("task"), item.get("where"), item.get("what"))
+        out[key] = {k: item.get(k) for k in QUARANTINE_FIELDS}
+    return list(out.values())
+
+
+def quarantine_of(run: Any) -> list[dict]:
+    """The quarantine entries of a :class:`msviz.Run` (the sidecar it read) or a work dir."""
+    other = getattr(run, "_sidecar_other", None)
+    if other is None:
+        other = read_sidecar(getattr(run, "work_dir", run)).other
+    return quarantine_entries(other)
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
