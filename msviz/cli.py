@@ -19,6 +19,7 @@ from msviz.engine.reproduce import reproduce
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
 from msviz.records.bundle import write_bundle
+from msviz.records.export import export as export_trials
 from msviz.records.merge import merge_text
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.model_profile import recorded_model_profile
@@ -34,8 +35,7 @@ __all__ = ["Progress", "format_task_table", "main"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    out = Path(args.output or Path(args.work_dir) / "report.html")
-    write_report(args.work_dir, out)
+    out = write_report(args.work_dir, args.output, overwrite=args.force)
     print(f"wrote {out}")
     return 0
 
@@ -55,7 +55,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    path = msviz.open(args.work_dir).export(args.output)
+    path = export_trials(msviz.open(args.work_dir), args.output, overwrite=args.force)
     print(f"wrote {path}")
     return 0
 
@@ -78,7 +78,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:
-    out = write_bundle(args.work_dir, args.output or f"{Path(args.work_dir).resolve()}.zip")
+    out = write_bundle(args.work_dir, args.output or f"{Path(args.work_dir).resolve()}.zip",
+                       overwrite=args.force)
     print(f"wrote {out}")
     return 0
 
@@ -233,7 +234,7 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     print(profile_table_text(profile_info(session.profile)))
     if not args.no_report:
         report = write_report(session.work_dir, Path(session.work_dir) / "report.html",
-                              end_to_end=session.end_to_end)
+                              end_to_end=session.end_to_end, overwrite=True)  # its own
         print(f"\nreport: {report}")
     return 0
 
@@ -305,6 +306,11 @@ def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str |
                         "must only be reachable on a private network)")
 
 
+def _force_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="replace the output file if it exists")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``msviz`` command."""
     parser = argparse.ArgumentParser(
@@ -332,7 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a work dir")
     report.add_argument("work_dir")
-    report.add_argument("-o", "--output", help="HTML file (default WORK_DIR/report.html)")
+    report.add_argument("-o", "--output", help="HTML file (default WORK_DIR/report.html; "
+                        "for a bundle, BUNDLE-report.html beside it)")
+    _force_flag(report)
     report.set_defaults(func=_cmd_report)
 
     show = sub.add_parser("show", help="print the task table and the fastest trials")
@@ -358,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "its environment) into one zip that msviz.open reads")
     bundle.add_argument("work_dir")
     bundle.add_argument("-o", "--output", help="the zip (default WORK_DIR.zip)")
+    _force_flag(bundle)
     bundle.set_defaults(func=_cmd_bundle)
 
     again = sub.add_parser("reproduce", help="re-time a bundle's best kernels here, re-draw "
@@ -371,7 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "Parquet (needs msviz[parquet]) or CSV")
     export.add_argument("work_dir")
     export.add_argument("-o", "--output", help="FILE.parquet or FILE.csv (default "
-                        "WORK_DIR/trials.parquet; .csv when pyarrow is missing)")
+                        "WORK_DIR/trials.parquet, BUNDLE-trials.parquet beside a bundle; "
+                        ".csv when pyarrow is missing)")
+    _force_flag(export)
     export.set_defaults(func=_cmd_export)
 
     merge = sub.add_parser("merge", help="merge work dirs into one stock work dir, keeping each "

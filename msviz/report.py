@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import datetime
 import html
+import os
 from pathlib import Path
 from typing import Any
 
 from msviz.compat import describe_target
+from msviz.errors import WriteError
 from msviz.records import Run, open_work_dir
+from msviz.records.export import atomic_path
 from msviz.records.model_profile import recorded_model_profile
+from msviz.records.output import check_output, default_output
 from msviz.records.sidecar import quarantine_of
 from msviz.views import (
     best_so_far_figure,
@@ -242,10 +246,22 @@ def _best_section(run: Run, task: str) -> str:
     )
 
 
-def write_report(run: Run | str | Path, path: str | Path, *, title: str | None = None,
-                 end_to_end: Any = None) -> Path:
-    """Write :func:`render_report` to ``path`` and return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(run, title=title, end_to_end=end_to_end), encoding="utf-8")
+def write_report(run: Run | str | Path, path: str | Path | None = None, *,
+                 title: str | None = None, end_to_end: Any = None,
+                 overwrite: bool = False) -> Path:
+    """Write :func:`render_report` to ``path`` and return the path.
+
+    ``path`` defaults to ``WORK_DIR/report.html``, or ``<bundle stem>-report.html`` beside a
+    bundle; an existing file is replaced only with ``overwrite=True``.
+    """
+    path = check_output(default_output(run, "report.html") if path is None else path,
+                        overwrite=overwrite, what="report")
+    text = render_report(run, title=title, end_to_end=end_to_end)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WriteError(f"cannot write the report {path}: {err.strerror or err}") from None
+    with atomic_path(path, what="report") as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o644)  # mkstemp's file is private
     return path

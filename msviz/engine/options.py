@@ -8,15 +8,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from msviz import models
+from msviz import compat, models
 from msviz.check.schedule import validate_mode
 from msviz.errors import WorkDirError, WriteError
 from msviz.records import database as db_files
+from msviz.records import targets
 from msviz.workloads import resolve
 
 __all__ = [
     "STRATEGIES",
     "check_budget",
+    "check_resume",
     "check_seed",
     "check_session",
     "check_work_dir",
@@ -29,10 +31,17 @@ __all__ = [
 STRATEGIES = ("evolutionary", "replay")
 
 
-def check_budget(name: str, value: Any) -> None:
-    """A trial budget: an int >= 1 (not a bool)."""
+#: The most candidates one batch may measure (MetaSchedule's default is 64).
+MAX_TRIALS_PER_BATCH = 4096
+
+
+def check_budget(name: str, value: Any, high: int | None = None) -> None:
+    """A trial budget: an int >= 1 (not a bool), at most ``high``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{name}={value:,} is beyond msviz's range (at most {high:,}): "
+                         "choose a smaller value")
 
 
 def check_seed(seed: Any) -> int | None:
@@ -110,6 +119,51 @@ def check_writable(work_dir: Path) -> None:
             "in") from None
 
 
+def check_resume(work_dir: Path, tasks: list, target: Any) -> None:
+    """Refuse to resume a work dir whose records are of other workloads or another target:
+    the new trials would be mixed with them under one task.
+
+    Raises
+    ------
+    WorkDirError
+        Naming what the work dir holds and what the session would tune.
+    """
+    workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
+    records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
+    if not records.line:
+        return
+    used = [workloads[i] for i in sorted(set(records.workload)) if workloads[i] is not None]
+    mine = [t.workload for t in tasks]
+    if used and not any(_holds(used, w) for w in mine):
+        raise WorkDirError(
+            f"resume=True but work_dir {str(work_dir)!r} holds records of another workload "
+            f"than {', '.join(w.name for w in mine[:3])}{' ...' if len(mine) > 3 else ''} "
+            "(its structure, shapes or dtypes differ): pass the workload it was tuned for, or "
+            "choose another work_dir")
+    theirs = {text: targets.record_target(text) for text in set(records.target)}
+    if theirs and not any(targets.same_target(t, target) for t in theirs.values()):
+        raise WorkDirError(
+            f"resume=True but work_dir {str(work_dir)!r} holds records for the target "
+            f"{' / '.join(sorted(str(t) for t in theirs.values()))}, not this session's "
+            f"{target}: pass that target, or choose another work_dir")
+
+
+def _holds(entries: list, workload: Any) -> bool:
+    """Whether a work dir's workload lines hold ``workload`` (by MetaSchedule's hash, else by
+    structure: another TVM version may hash the same module differently)."""
+    shash = str(compat.structural_hash(workload.mod))
+    if any(e.shash == shash for e in entries):
+        return True
+    for entry in entries:
+        try:
+            stored = compat.Workload.from_json([entry.shash, entry.payload]).mod
+        except Exception:  # TVM's own error types: a payload this TVM cannot load
+            continue
+        if compat.structural_equal(stored, workload.mod):
+            return True
+    return False
+
+
 def check_session(*, check: Any, strategy: Any, max_trials: Any, trials_per_batch: Any,
                   max_trials_per_task: Any, work_dir: Any, resume: Any, seed: Any
                   ) -> tuple[str, int]:
@@ -119,7 +173,7 @@ def check_session(*, check: Any, strategy: Any, max_trials: Any, trials_per_batc
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be 'evolutionary' or 'replay', not {strategy!r}")
     check_budget("max_trials", max_trials)
-    check_budget("trials_per_batch", trials_per_batch)
+    check_budget("trials_per_batch", trials_per_batch, MAX_TRIALS_PER_BATCH)
     if max_trials_per_task is not None:
         check_budget("max_trials_per_task", max_trials_per_task)
     check_work_dir(work_dir, resume)

@@ -27,6 +27,7 @@ from msviz.engine.events import EventLog
 from msviz.engine.measure.rpc import fleet_of
 from msviz.engine.options import (
     check_budget,
+    check_resume,
     check_session,
     check_writable,
     task_of,
@@ -143,6 +144,8 @@ class Session:
             tempfile.mkdtemp(prefix="msviz-"))
         check_writable(self.work_dir)
         check_unlocked(self.work_dir)  # held from start(); a live holder is refused now
+        if resume:
+            check_resume(self.work_dir, self.tasks, self.target)
         self._resume = resume
         self.max_trials = max_trials
         self.trials_per_batch = trials_per_batch
