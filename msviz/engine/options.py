@@ -31,6 +31,8 @@ __all__ = [
 STRATEGIES = ("evolutionary", "replay")
 
 
+#: The largest seed (numpy's and TVM's random states take 0 .. 2**31 - 1).
+MAX_SEED = 2**31 - 1
 #: The most candidates one batch may measure (MetaSchedule's default is 64).
 MAX_TRIALS_PER_BATCH = 4096
 
@@ -60,6 +62,9 @@ def check_seed(seed: Any) -> int | None:
         raise TypeError(
             f"seed must be an int (or None for a random seed), not {type(seed).__name__} "
             f"{seed!r}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be within 0 .. {MAX_SEED} (or None for a random seed), "
+                         f"got {seed}")
     return int(seed)
 
 

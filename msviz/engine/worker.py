@@ -20,6 +20,7 @@ from msviz.check.model_profile import profile_built
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
 from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import session_environment
+from msviz.errors import MsvizError
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
@@ -203,7 +204,8 @@ class Worker:
             final, control.end_reason = "stopped", "stopped on request"
         except BaseException as err:
             final, control.end_reason = "failed", failure_of(err)
-            data = {"error": control.end_reason, "traceback": traceback.format_exc()}
+            data = {"error": control.end_reason, "traceback": traceback.format_exc(),
+                    "msviz_error": isinstance(err, MsvizError)}  # said on purpose: no trace
         finally:
             try:
                 close_tuners(self.tuners, self.shared)
