@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from msviz import compat, models
 from msviz.check.schedule import validate_mode
-from msviz.errors import WorkDirError, WriteError
+from msviz.errors import MsvizWarning, WorkDirError, WriteError
 from msviz.records import database as db_files
 from msviz.records import targets
 from msviz.workloads import resolve
@@ -133,8 +134,10 @@ def check_resume(work_dir: Path, tasks: list, target: Any) -> None:
     WorkDirError
         Naming what the work dir holds and what the session would tune.
     """
-    workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
-    records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
+    with warnings.catch_warnings():  # a torn tail: the session repairs it and says so
+        warnings.simplefilter("ignore", MsvizWarning)
+        workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
+        records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
     if not records.line:
         return
     used = [workloads[i] for i in sorted(set(records.workload)) if workloads[i] is not None]

@@ -20,8 +20,8 @@ from msviz.check.model_profile import profile_built
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
 from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import session_environment
-from msviz.errors import MsvizError
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
+from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
 from msviz.records.sidecar import SidecarWriter

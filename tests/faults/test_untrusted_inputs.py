@@ -118,7 +118,7 @@ def test_resume_with_another_workload_or_target_is_refused(tuned: tuple[Path, Pa
     work_dir = Path(shutil.copytree(tuned[0], tmp_path / "wd"))
     with pytest.raises(WorkDirError, match="holds records of another workload than GMM-1"):
         msviz.Session("GMM-1", work_dir=work_dir, resume=True)
-    with pytest.raises(WorkDirError, match="holds records for the target .* not this "
-                                           "session's"):
+    with pytest.raises(WorkDirError, match=r"holds records for the target .* not this "
+                                           r"session's"):
         make_tiny_session(work_dir, resume=True, target={"kind": "llvm", "mcpu": "haswell"})
     assert make_tiny_session(work_dir, resume=True).state == "idle"  # the same: fine
