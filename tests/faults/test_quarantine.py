@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from tvm.ir.utils import derived_object
 
 import msviz
@@ -42,18 +41,17 @@ class FlakyPostproc(compat.ms.postproc.PyPostproc):
         return FlakyPostproc()
 
 
-@derived_object
-class BrokenMutator(compat.ms.mutator.PyMutator):
-    """Raises whenever it is asked to mutate."""
+def broken(base: type, what: str) -> Any:
+    """A MetaSchedule Py* object (``PyMutator``, ``PyScheduleRule``...) whose ``apply`` always
+    raises "this <what> is broken on purpose"."""
+    def apply(self: Any, *args: Any) -> Any:
+        raise ValueError(f"this {what} is broken on purpose")
 
-    def _initialize_with_tune_context(self, context: Any) -> None:
-        pass
-
-    def apply(self, trace: Any, _seed: Any) -> Any:
-        raise ValueError("this mutator is broken on purpose")
-
-    def clone(self) -> Any:
-        return BrokenMutator()
+    made: Any = None
+    made = derived_object(type(f"Broken{base.__name__}", (base,), {
+        "_initialize_with_tune_context": lambda self, context: None, "apply": apply,
+        "clone": lambda self: made()}))
+    return made()
 
 
 def test_a_flaky_postproc_is_quarantined_and_reported(tmp_path: Path) -> None:
@@ -93,7 +91,8 @@ def test_a_raising_mutator_is_quarantined(tmp_path: Path) -> None:
                                 genetic_mutate_prob=1.0)
     # the only mutator: every mutation try raises
     session.rules.mutator_probs = {}
-    session.rules.build = _with_mutator(session.rules.build, BrokenMutator())
+    session.rules.build = _with_mutator(session.rules.build,
+                                         broken(compat.ms.mutator.PyMutator, "mutator"))
     session.step("generation")  # design spaces
     assert session.wait(300) == "paused"
     for _ in range(3):  # initial population, iterations 0 and 1 (the first mutates)
@@ -115,19 +114,9 @@ def _with_mutator(build: Any, mutator: Any) -> Any:
 
 
 def test_a_design_space_that_raises_fails_a_lone_task_naming_it(tmp_path: Path) -> None:
-    @derived_object
-    class Raises(compat.ms.schedule_rule.PyScheduleRule):
-        def _initialize_with_tune_context(self, context: Any) -> None:
-            pass
-
-        def apply(self, sch: Any, block: Any) -> list:
-            raise ValueError("this rule is broken on purpose")
-
-        def clone(self) -> Any:
-            return Raises()
-
     session = make_tiny_session(tmp_path / "wd",
-                                rules=RuleSet.default("llvm").insert(0, Raises()))
+                                rules=RuleSet.default("llvm").insert(
+                                    0, broken(compat.ms.schedule_rule.PyScheduleRule, "rule")))
     session.start()
     assert session.wait(300) == "failed"
     assert "NoDesignSpaceError" in session.end_reason
@@ -136,5 +125,3 @@ def test_a_design_space_that_raises_fails_a_lone_task_naming_it(tmp_path: Path) 
     assert (entry["where"], entry["what"]) == ("design_space", "generate_design_space")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    pytest.main([__file__])
