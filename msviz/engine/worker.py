@@ -35,7 +35,7 @@ def failure_of(err: BaseException) -> str:
     """An error as the session's end reason: its type and message, with the file it concerns
     when the message does not name it (an OSError from a flush names none)."""
     text = f"{type(err).__name__}: {err}"
-    path = getattr(err, "filename", None) or getattr(err, "msviz_path", None)
+    path = getattr(err, "filename", None)
     if path and str(path) not in text:
         text += f" ({path})"
     return text
