@@ -168,6 +168,7 @@ class Worker:
         profile.restart()
         final, data = "failed", {}
         self._timing: dict | None = None
+        self._refused = False
         try:
             self._lock_work_dir()
             emit("started", name, **self._started_event())
@@ -231,7 +232,9 @@ class Worker:
     def _lock_work_dir(self) -> None:
         """Hold the work dir's lock for the session's life (refused if another session has
         it; a dead process's lock is taken over with a warning)."""
+        self._refused = True
         note = self.lock.acquire()
+        self._refused = False
         if note:
             self.session._warn(note)
 
@@ -252,7 +255,8 @@ class Worker:
                                                        "ended"))
         if final == "failed":
             s._live.reread()  # claim only what the work dir holds
-        self._close_row()  # the end of tuning: no batch
+        if not self._refused:  # a session refused the work dir writes nothing there
+            self._close_row()  # the end of tuning: no batch
         # the tuning's wall time ends here; the model's check is timed apart, after it
         self._timing = stage_groups(s._profile.snapshot())
         if s.end_to_end_check and final in ("finished", "stopped") and s.trials_done:

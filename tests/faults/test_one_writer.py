@@ -14,6 +14,7 @@ import pytest
 
 from msviz.engine.control.lock import LOCK_FILE, WorkDirBusyError
 from msviz.records import database as db_files
+from msviz.records.sidecar import SIDECAR_FILE
 from tests.engine.conftest import make_tiny_session
 
 
@@ -36,8 +37,10 @@ def test_a_second_session_on_a_work_dir_is_refused(tmp_path: Path) -> None:
     assert f"process {os.getpid()}" in str(err.value)
     assert str(work_dir) in str(err.value)
 
+    sidecar = (work_dir / SIDECAR_FILE).read_bytes()
     early.start()
     assert early.wait(60) == "failed"
+    assert (work_dir / SIDECAR_FILE).read_bytes() == sidecar  # the refused one wrote nothing
     assert "WorkDirBusyError" in early.end_reason and f"process {os.getpid()}" in \
         early.end_reason
 
