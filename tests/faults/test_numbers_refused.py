@@ -37,7 +37,7 @@ def test_a_restriction_from_a_few_trials_says_it_is_weak(stock_work_dirs: dict) 
     run = msviz.open(stock_work_dirs["GMM"])
     restriction = propose_restriction(run)
     used = restriction.importance.trials
-    assert 2 <= used <= len(run.trials) == 8 < WEAK_BELOW
+    assert 1 <= used <= len(run.trials) < WEAK_BELOW
     caveat = f"(weak: from only {used} trials; {WEAK_BELOW} or more make it reliable)"
     assert restriction.weak and restriction.summary.endswith(caveat)
     assert f"; weak: only {used} trials" in str(restriction).splitlines()[0]
