@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 import warnings
@@ -12,14 +14,17 @@ from typing import Any
 
 import msviz
 from msviz.analysis.restriction import task_proposals
-from msviz.compat import describe_target
+from msviz.compat import describe_target, make_target
 from msviz.engine import Session
 from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
+from msviz.engine.options import MAX_SEED, MAX_TRIALS_PER_BATCH
 from msviz.engine.reproduce import reproduce
+from msviz.engine.search.presets import KNOB_LIMITS
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
 from msviz.records.bundle import write_bundle
+from msviz.records.export import export as export_trials
 from msviz.records.merge import merge_text
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.model_profile import recorded_model_profile
@@ -36,8 +41,7 @@ __all__ = ["Progress", "format_task_table", "main"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    out = Path(args.output or Path(args.work_dir) / "report.html")
-    write_report(args.work_dir, out)
+    out = write_report(args.work_dir, args.output, overwrite=args.force)
     print(f"wrote {out}")
     return 0
 
@@ -63,7 +67,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    path = msviz.open(args.work_dir).export(args.output)
+    path = export_trials(msviz.open(args.work_dir), args.output, overwrite=args.force)
     print(f"wrote {path}")
     return 0
 
@@ -86,7 +90,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:
-    out = write_bundle(args.work_dir, args.output or f"{Path(args.work_dir).resolve()}.zip")
+    out = write_bundle(args.work_dir, args.output or f"{Path(args.work_dir).resolve()}.zip",
+                       overwrite=args.force)
     print(f"wrote {out}")
     return 0
 
@@ -173,6 +178,21 @@ def stage_text(events: list, state: str) -> str:
     return "" if stage == state else stage
 
 
+def waiting_text(session: Session) -> str:
+    """While the session waits for RPC devices: for what, why (e.g. the tracker refuses the
+    connection) and how long at most; else ""."""
+    if session.state != "waiting":
+        return ""
+    event = next((e for e in reversed(session.events.snapshot())
+                  if e.kind == "waiting_for_devices"), None)
+    if event is None:
+        return ""
+    why = event.get("error") or "no server is registered under the key yet"
+    return (f"msviz: waiting for an RPC server under key {event['key']!r} at tracker "
+            f"{event['tracker']}: {why}; giving up after {event['wait_timeout']:g} s "
+            "(--rpc-wait)")
+
+
 def _tune(args: argparse.Namespace, **knobs: object) -> int:
     evaluator = {"number": 3, "repeat": 1, "min_repeat_ms": args.min_repeat_ms}
     extra = {}
@@ -206,8 +226,11 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     session.subscribe(on_event)
     start = last_table = time.perf_counter()
     session.start()
+    waiting = ""
     try:
         while session.wait(0.5) in ("running", "waiting", "stopping"):
+            if waiting != (waiting := waiting_text(session)) and waiting:
+                progress.print(waiting)
             # the task table as it goes: when a task finishes, else at most once a minute
             if changes and ("task_done" in changes or time.perf_counter() - last_table > 60):
                 changes.clear()
@@ -220,7 +243,8 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     progress.close()
     if session.state == "failed":
         print(f"msviz: tuning failed: {session.end_reason}", file=sys.stderr)
-        print(session.events[-1].get("traceback", ""), file=sys.stderr)
+        if not session.events[-1].get("msviz_error"):  # a bug, not the input: the trace helps
+            print(session.events[-1].get("traceback", ""), file=sys.stderr)
         return 1
     print(f"{session.state} ({session.end_reason}) in {time.perf_counter() - start:.1f} s\n")
     if session.model is not None:
@@ -241,13 +265,15 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     print(profile_table_text(profile_info(session.profile)))
     if not args.no_report:
         report = write_report(session.work_dir, Path(session.work_dir) / "report.html",
-                              end_to_end=session.end_to_end)
+                              end_to_end=session.end_to_end, overwrite=True)  # its own
         print(f"\nreport: {report}")
     return 0
 
 
 def _runner(args: argparse.Namespace) -> dict:
-    return {"runner": parse_rpc(args.rpc)} if getattr(args, "rpc", None) else {}
+    if not getattr(args, "rpc", None):
+        return {}
+    return {"runner": dataclasses.replace(args.rpc, wait_timeout=args.rpc_wait)}
 
 
 def _builder(args: argparse.Namespace) -> dict:
@@ -289,21 +315,26 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str | None) -> None:
-    parser.add_argument("--trials", type=int, default=trials, help=f"trial budget ({trials})")
-    parser.add_argument("--batch", type=int, default=16, help="trials per batch (default 16)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--trials", type=_count(1), default=trials,
+                        help=f"trial budget ({trials})")
+    parser.add_argument("--batch", type=_count(1, MAX_TRIALS_PER_BATCH), default=16,
+                        help="trials per batch (default 16)")
+    parser.add_argument("--seed", type=_count(0, MAX_SEED), default=1)
     parser.add_argument("--work-dir", default=work_dir,
                         help=f"where records go (default {work_dir or 'a new temp dir'})")
-    parser.add_argument("--target", default="llvm",
+    parser.add_argument("--target", default="llvm", type=_target,
                         help="llvm (default: this machine's CPU, its vector units), cuda, a tag, "
                         "or a JSON dict of target attributes")
     parser.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay"])
     parser.add_argument("--preset", default="msviz", choices=["msviz", "stock"])
     parser.add_argument("--resume", action="store_true", help="continue what the work dir holds")
-    parser.add_argument("--min-repeat-ms", type=int, default=10,
+    parser.add_argument("--min-repeat-ms", type=_count(0), default=10,
                         help="runner: minimum time per timing repeat (default 10)")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
-    parser.add_argument("--rpc", metavar="HOST:PORT:KEY",
+    parser.add_argument("--rpc-wait", metavar="SECONDS", type=_seconds, default=600.0,
+                        help="with --rpc: give up when no server registers within SECONDS "
+                        "(default 600)")
+    parser.add_argument("--rpc", metavar="HOST:PORT:KEY", type=_rpc,
                         help="measure on the RPC servers registered at this tracker under KEY "
                         "(TVM RPC has no authentication: keep it on loopback or a private "
                         "network)")
@@ -311,6 +342,60 @@ def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str |
                         help="build candidates on this Ray cluster (HOST:PORT of its head, or "
                         "'local' for a new local instance; needs `pip install msviz[ray]`; Ray "
                         "must only be reachable on a private network)")
+
+
+def _count(low: int, high: int | None = None) -> Any:
+    """An argparse type: an int within [low, high] (argparse names the flag when it fails)."""
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            within = f"from {low} to {high:,}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range: must be {within}")
+        return value
+    count.__name__ = "count"
+    return count
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
+
+
+def _target(text: str) -> Any:
+    """``--target``: a name, a tag, or a JSON dict; checked now, so a typo names the flag."""
+    value: Any = text
+    if text.lstrip().startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a JSON dict ({err})") from None
+    try:
+        make_target(value)
+    except Exception as err:  # TVM's own error types for an unknown kind or attribute
+        lines = str(err).strip().splitlines()
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a target TVM knows ({lines[-1] if lines else err!r})") from None
+    return value
+
+
+def _rpc(text: str) -> Any:
+    try:
+        return parse_rpc(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).replace("--rpc wants ", "want ")) from None
+
+
+def _force_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="replace the output file if it exists")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -330,22 +415,26 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("workload", help="catalogue name with size index (GMM-2), model name "
                       "(mlp) or model.onnx")
     _tune_flags(tune, trials=64, work_dir=None)
-    tune.add_argument("--trials-per-task", type=int,
+    tune.add_argument("--trials-per-task", type=_count(1),
                       help="a model's per-task budget (max_trials_per_task; default none)")
     tune.add_argument("--task-scheduler", choices=["gradient", "round-robin"],
                       help="which task gets the next batch (default gradient)")
-    tune.add_argument("--population-size", type=int, help="evolutionary population (512)")
-    tune.add_argument("--genetic-num-iters", type=int, help="genetic iterations (4)")
+    tune.add_argument("--population-size", type=_count(1, KNOB_LIMITS["population_size"]),
+                      help="evolutionary population (512)")
+    tune.add_argument("--genetic-num-iters", type=_count(0, KNOB_LIMITS["genetic_num_iters"]),
+                      help="genetic iterations (4)")
     tune.set_defaults(func=_cmd_tune)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a work dir")
     report.add_argument("work_dir")
-    report.add_argument("-o", "--output", help="HTML file (default WORK_DIR/report.html)")
+    report.add_argument("-o", "--output", help="HTML file (default WORK_DIR/report.html; "
+                        "for a bundle, BUNDLE-report.html beside it)")
+    _force_flag(report)
     report.set_defaults(func=_cmd_report)
 
     show = sub.add_parser("show", help="print the task table and the fastest trials")
     show.add_argument("work_dir")
-    show.add_argument("--top", type=int, default=10)
+    show.add_argument("--top", type=_count(1), default=10)
     show.set_defaults(func=_cmd_show)
 
     compare = sub.add_parser("compare", help="compare work dirs: best latency, speedup over "
@@ -366,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "its environment) into one zip that msviz.open reads")
     bundle.add_argument("work_dir")
     bundle.add_argument("-o", "--output", help="the zip (default WORK_DIR.zip)")
+    _force_flag(bundle)
     bundle.set_defaults(func=_cmd_bundle)
 
     again = sub.add_parser("reproduce", help="re-time a bundle's best kernels here, re-draw "
@@ -379,7 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "Parquet (needs msviz[parquet]) or CSV")
     export.add_argument("work_dir")
     export.add_argument("-o", "--output", help="FILE.parquet or FILE.csv (default "
-                        "WORK_DIR/trials.parquet; .csv when pyarrow is missing)")
+                        "WORK_DIR/trials.parquet, BUNDLE-trials.parquet beside a bundle; "
+                        ".csv when pyarrow is missing)")
+    _force_flag(export)
     export.set_defaults(func=_cmd_export)
 
     merge = sub.add_parser("merge", help="merge work dirs into one stock work dir, keeping each "
@@ -405,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.formatwarning = lambda m, c, *a, **k: f"warning: {m}\n"  # type: ignore[assignment]
         try:
             return int(args.func(args) or 0)
-        except MsvizError as err:
+        except (MsvizError, ValueError, TypeError, OSError) as err:  # the user's input: no trace
             print(f"msviz: error: {err}", file=sys.stderr)
             return 2
 

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import datetime
 import html
+import os
 from pathlib import Path
 from typing import Any
 
 from msviz.analysis.restriction import REPORT_READ_AT_MOST, REPORT_TASKS, task_proposals
 from msviz.compat import describe_target
+from msviz.errors import WriteError
 from msviz.records import Run, open_work_dir
+from msviz.records.export import atomic_path
 from msviz.records.model_profile import recorded_model_profile
+from msviz.records.output import check_output, default_output
+from msviz.records.sidecar import quarantine_of
 from msviz.views import (
     best_so_far_figure,
     best_so_far_info,
@@ -39,6 +44,7 @@ from msviz.views.profile import (
     profile_tasks_figure,
     profile_totals_figure,
 )
+from msviz.views.quarantine import quarantine_info
 
 __all__ = ["render_report", "write_report"]
 
@@ -175,6 +181,7 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
     if len(triage):
         parts.append("<h2>Failures by cause</h2>")
         parts.append(_table(triage.set_index("status"), text_columns=("cause", "trials")))
+    parts += _quarantine_section(run)
     table = trial_table_info(run.trials)
     parts.append("<h2>Trials</h2>")
     if table.note:
@@ -191,6 +198,15 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         + "\n".join(parts)
         + "</body></html>"
     )
+
+
+def _quarantine_section(run: Run) -> list[str]:
+    """What the search skipped because it raised (nothing when nothing did)."""
+    info = quarantine_info(quarantine_of(run))
+    if not info.lines:
+        return []
+    return [f'<h2 id="quarantine">{html.escape(info.title)}</h2>',
+            "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in info.lines) + "</ul>"]
 
 
 def _time_section(run: Run, plotly_js: bool | str) -> list[str]:
@@ -249,10 +265,22 @@ def _best_section(run: Run, task: str) -> str:
     )
 
 
-def write_report(run: Run | str | Path, path: str | Path, *, title: str | None = None,
-                 end_to_end: Any = None) -> Path:
-    """Write :func:`render_report` to ``path`` and return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(run, title=title, end_to_end=end_to_end), encoding="utf-8")
+def write_report(run: Run | str | Path, path: str | Path | None = None, *,
+                 title: str | None = None, end_to_end: Any = None,
+                 overwrite: bool = False) -> Path:
+    """Write :func:`render_report` to ``path`` and return the path.
+
+    ``path`` defaults to ``WORK_DIR/report.html``, or ``<bundle stem>-report.html`` beside a
+    bundle; an existing file is replaced only with ``overwrite=True``.
+    """
+    path = check_output(default_output(run, "report.html") if path is None else path,
+                        overwrite=overwrite, what="report")
+    text = render_report(run, title=title, end_to_end=end_to_end)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WriteError(f"cannot write the report {path}: {err.strerror or err}") from None
+    with atomic_path(path, what="report") as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o644)  # mkstemp's file is private
     return path

@@ -38,6 +38,8 @@ Fields of the main kinds (every task event also has ``task_index``):
 * ``profile`` (after each batch, after setting up, at the end, after the end-to-end check; see
   :mod:`msviz.engine.profile`): ``task``, ``batch`` (None for what is no batch), ``wall`` and
   ``stages`` (seconds per stage; they sum to ``wall``).
+* ``quarantine``: ``where``, ``what``, ``message``, ``last_message``, ``count`` (an entry of
+  :attr:`Session.quarantine`, after each search stage in which it changed).
 * ``devices`` / ``waiting_for_devices`` (over RPC, :mod:`msviz.engine.measure.rpc`): ``tracker``,
   ``key``, ``total`` / ``free`` / ``pending`` (servers under the key), ``servers``, ``queue``,
   ``error``;
@@ -78,6 +80,7 @@ EVENT_KINDS = (
     "task_done",
     "end_to_end",
     "warning",
+    "quarantine",
     "log",
     "callback_error",
     "finished",

@@ -5,21 +5,25 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
-from msviz import models
+from msviz import compat, models
 from msviz.check.schedule import validate_mode
-from msviz.errors import WorkDirError
+from msviz.errors import MsvizWarning, WorkDirError, WriteError
 from msviz.records import database as db_files
+from msviz.records import targets
 from msviz.workloads import resolve
 
 __all__ = [
     "STRATEGIES",
     "check_budget",
+    "check_resume",
     "check_seed",
     "check_session",
     "check_work_dir",
+    "check_writable",
     "task_of",
     "tasks_of",
 ]
@@ -28,10 +32,19 @@ __all__ = [
 STRATEGIES = ("evolutionary", "replay")
 
 
-def check_budget(name: str, value: Any) -> None:
-    """A trial budget: an int >= 1 (not a bool)."""
+#: The largest seed (numpy's and TVM's random states take 0 .. 2**31 - 1).
+MAX_SEED = 2**31 - 1
+#: The most candidates one batch may measure (MetaSchedule's default is 64).
+MAX_TRIALS_PER_BATCH = 4096
+
+
+def check_budget(name: str, value: Any, high: int | None = None) -> None:
+    """A trial budget: an int >= 1 (not a bool), at most ``high``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{name}={value:,} is beyond msviz's range (at most {high:,}): "
+                         "choose a smaller value")
 
 
 def check_seed(seed: Any) -> int | None:
@@ -50,6 +63,9 @@ def check_seed(seed: Any) -> int | None:
         raise TypeError(
             f"seed must be an int (or None for a random seed), not {type(seed).__name__} "
             f"{seed!r}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be within 0 .. {MAX_SEED} (or None for a random seed), "
+                         f"got {seed}")
     return int(seed)
 
 
@@ -86,6 +102,76 @@ def check_work_dir(work_dir: Any, resume: Any) -> None:
                 "them, or choose another work_dir")
 
 
+def check_writable(work_dir: Path) -> None:
+    """Make ``work_dir`` (and its parents) and check a file can be written in it, so a path
+    that cannot hold records fails here, naming it, not later on the worker thread.
+
+    Raises
+    ------
+    WriteError
+        The directory cannot be made, or a file cannot be created in it.
+    """
+    try:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        probe = work_dir / f".msviz-write-check-{os.getpid()}"
+        with open(probe, "wb") as f:
+            f.write(b"msviz")
+        probe.unlink()
+    except OSError as err:
+        where = err.filename if err.filename and str(err.filename) != str(work_dir) else None
+        raise WriteError(
+            f"work_dir {str(work_dir)!r} cannot be written ({err.strerror or err}"
+            f"{f': {where}' if where else ''}): choose a directory msviz may create files "
+            "in") from None
+
+
+def check_resume(work_dir: Path, tasks: list, target: Any) -> None:
+    """Refuse to resume a work dir whose records are of other workloads or another target:
+    the new trials would be mixed with them under one task.
+
+    Raises
+    ------
+    WorkDirError
+        Naming what the work dir holds and what the session would tune.
+    """
+    with warnings.catch_warnings():  # a torn tail: the session repairs it and says so
+        warnings.simplefilter("ignore", MsvizWarning)
+        workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
+        records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
+    if not records.line:
+        return
+    used = [workloads[i] for i in sorted(set(records.workload)) if workloads[i] is not None]
+    mine = [t.workload for t in tasks]
+    if used and not any(_holds(used, w) for w in mine):
+        raise WorkDirError(
+            f"resume=True but work_dir {str(work_dir)!r} holds records of another workload "
+            f"than {', '.join(w.name for w in mine[:3])}{' ...' if len(mine) > 3 else ''} "
+            "(its structure, shapes or dtypes differ): pass the workload it was tuned for, or "
+            "choose another work_dir")
+    theirs = {text: targets.record_target(text) for text in set(records.target)}
+    if theirs and not any(targets.same_target(t, target) for t in theirs.values()):
+        raise WorkDirError(
+            f"resume=True but work_dir {str(work_dir)!r} holds records for the target "
+            f"{' / '.join(sorted(str(t) for t in theirs.values()))}, not this session's "
+            f"{target}: pass that target, or choose another work_dir")
+
+
+def _holds(entries: list, workload: Any) -> bool:
+    """Whether a work dir's workload lines hold ``workload`` (by MetaSchedule's hash, else by
+    structure: another TVM version may hash the same module differently)."""
+    shash = str(compat.structural_hash(workload.mod))
+    if any(e.shash == shash for e in entries):
+        return True
+    for entry in entries:
+        try:
+            stored = compat.Workload.from_json([entry.shash, entry.payload]).mod
+        except Exception:  # TVM's own error types: a payload this TVM cannot load
+            continue
+        if compat.structural_equal(stored, workload.mod):
+            return True
+    return False
+
+
 def check_session(*, check: Any, strategy: Any, max_trials: Any, trials_per_batch: Any,
                   max_trials_per_task: Any, work_dir: Any, resume: Any, seed: Any
                   ) -> tuple[str, int]:
@@ -95,7 +181,7 @@ def check_session(*, check: Any, strategy: Any, max_trials: Any, trials_per_batc
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be 'evolutionary' or 'replay', not {strategy!r}")
     check_budget("max_trials", max_trials)
-    check_budget("trials_per_batch", trials_per_batch)
+    check_budget("trials_per_batch", trials_per_batch, MAX_TRIALS_PER_BATCH)
     if max_trials_per_task is not None:
         check_budget("max_trials_per_task", max_trials_per_task)
     check_work_dir(work_dir, resume)

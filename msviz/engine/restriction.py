@@ -25,6 +25,11 @@ from msviz.space_generator import RuleSet
 __all__ = ["Restriction", "RuleChange", "propose_restriction", "rerun"]
 
 
+#: A restriction proposed from fewer trials (of the best design space) than this says it is weak:
+#: PED-ANOVA's winners are then a handful of trials, and chance decides what they share.
+WEAK_BELOW = 32
+
+
 class Restriction:
     """A proposed restriction of one task's space: the edited rules, what changed and why.
 
@@ -53,20 +58,30 @@ class Restriction:
         self.session: Session | None = None
 
     @property
+    def weak(self) -> bool:
+        """Whether it was proposed from fewer than :data:`WEAK_BELOW` trials."""
+        return self.importance.trials < WEAK_BELOW
+
+    @property
     def summary(self) -> str:
-        """One line: what is restricted (or that nothing is)."""
+        """One line: what is restricted (or that nothing is), and whether that is weak."""
+        caveat = (f" (weak: from only {self.importance.trials} trials; {WEAK_BELOW} or more "
+                  "make it reliable)") if self.weak else ""
         if not self.changes:
             return (f"nothing to restrict in {self.task}: its fastest trials used every option "
-                    "the rules expose")
+                    "the rules expose" + caveat)
         return f"restrict {self.task}: " + "; ".join(
             f"remove {c.rule}" if not c.param else f"{c.rule}.{c.param} {c.old!r} -> {c.new!r}"
-            for c in self.changes)
+            for c in self.changes) + caveat
 
     def __str__(self) -> str:
         info = self.importance
         lines = [f"Proposed restriction of task {self.task} ({info.method} over {info.trials} "
                  f"trials of its best design space; winners: the fastest {info.top}, up to "
                  f"{info.cutoff_us:.4g} µs)"]
+        if self.weak:
+            lines[0] += (f"; weak: only {info.trials} trials, {WEAK_BELOW} or more make it "
+                         "reliable")
         lines += [f"  - {c}" for c in self.changes] or [f"  {self.summary}"]
         return "\n".join(lines)
 

@@ -22,9 +22,17 @@ from msviz.engine.control import (
     LiveTrials,
     SessionStateError,
 )
+from msviz.engine.control.lock import check_unlocked
 from msviz.engine.events import EventLog
 from msviz.engine.measure.rpc import fleet_of
-from msviz.engine.options import check_budget, check_session, task_of, tasks_of
+from msviz.engine.options import (
+    check_budget,
+    check_resume,
+    check_session,
+    check_writable,
+    task_of,
+    tasks_of,
+)
 from msviz.engine.profile import Profile
 from msviz.engine.search.presets import knobs_for
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
@@ -34,6 +42,7 @@ from msviz.errors import MsvizWarning
 from msviz.records.model_profile import DEFAULT_THRESHOLD, PROFILE_RUNS, model_profile_of
 from msviz.records.profile import profile_frame
 from msviz.records.run import Run
+from msviz.records.sidecar import QUARANTINE_KIND, quarantine_entries
 from msviz.space_generator.intrinsics import untensorized_int8
 from msviz.space_generator.rules import RuleSet
 
@@ -133,6 +142,10 @@ class Session:
         self.rules = (rules or RuleSet.default(self.target)).copy().validate()
         self.work_dir = Path(work_dir) if work_dir is not None else Path(
             tempfile.mkdtemp(prefix="msviz-"))
+        check_writable(self.work_dir)
+        check_unlocked(self.work_dir)  # held from start(); a live holder is refused now
+        if resume:
+            check_resume(self.work_dir, self.tasks, self.target)
         self._resume = resume
         self.max_trials = max_trials
         self.trials_per_batch = trials_per_batch
@@ -360,6 +373,15 @@ class Session:
         """The trials so far; equal to ``msviz.open(work_dir).trials`` (same columns, values
         and dtypes) once the session has ended."""
         return self._live.get().trials
+
+    @property
+    def quarantine(self) -> list[dict]:
+        """What raised during this session's search and was skipped instead of ending the run:
+        one dict per ``task``, ``where`` (``"candidate"``, ``"design_space"``, ``"postproc"``
+        or ``"mutator"``) and ``what`` (the step's name), with TVM's ``message`` (the first;
+        ``last_message`` the latest) and ``count``. Empty when nothing raised."""
+        return quarantine_entries({**e.data, "task": e.task}
+                                  for e in self.events.of_kind(QUARANTINE_KIND))
 
     @property
     def profile(self) -> pd.DataFrame:

@@ -18,15 +18,27 @@ from msviz import compat
 from msviz.check.model import check_model
 from msviz.check.model_profile import profile_built
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
+from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import session_environment
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
+from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
 from msviz.records.sidecar import SidecarWriter
 from msviz.space_generator.generate import design_spaces_and_warnings
 from msviz.space_generator.rules import RuleSet
 
-__all__ = ["Worker"]
+__all__ = ["Worker", "failure_of"]
+
+
+def failure_of(err: BaseException) -> str:
+    """An error as the session's end reason: its type and message, with the file it concerns
+    when the message does not name it (an OSError from a flush names none)."""
+    text = f"{type(err).__name__}: {err}"
+    path = getattr(err, "filename", None)
+    if path and str(path) not in text:
+        text += f" ({path})"
+    return text
 
 
 class Worker:
@@ -44,6 +56,7 @@ class Worker:
         self.tuners: list[Tuner] = []
         self.shared: SharedParts | None = None
         self.measure_lock = threading.Lock()  # all measurements, one at a time
+        self.lock = WorkDirLock(session.work_dir)  # one writer per work dir
 
     @property
     def trials_done(self) -> int:
@@ -154,7 +167,10 @@ class Worker:
         profile = s._profile
         profile.restart()
         final, data = "failed", {}
+        self._timing: dict | None = None
+        self._refused = False
         try:
+            self._lock_work_dir()
             emit("started", name, **self._started_event())
             emit("tasks", name, tasks=s.tasks_info())
             with profile.timeit("msviz/WaitingForDevices"):
@@ -188,13 +204,45 @@ class Worker:
         except StopRequested:
             final, control.end_reason = "stopped", "stopped on request"
         except BaseException as err:
-            final, control.end_reason = "failed", f"{type(err).__name__}: {err}"
-            data = {"error": control.end_reason, "traceback": traceback.format_exc()}
+            final, control.end_reason = "failed", failure_of(err)
+            data = {"error": control.end_reason, "traceback": traceback.format_exc(),
+                    "msviz_error": isinstance(err, MsvizError)}  # said on purpose: no trace
         finally:
             try:
                 close_tuners(self.tuners, self.shared)
-            except Exception as err:  # pragma: no cover - keep the first error
-                data.setdefault("close_error", f"{type(err).__name__}: {err}")
+            except Exception as err:  # keep the first error; a close that fails still ends
+                data.setdefault("close_error", failure_of(err))
+        try:
+            final = self._wind_up(final, data)
+        except BaseException as err:  # teardown failed (e.g. the disk is full): still end
+            if final != "failed":
+                final, control.end_reason = "failed", failure_of(err)
+                data.update(error=control.end_reason, traceback=traceback.format_exc())
+            else:
+                data.setdefault("close_error", failure_of(err))
+        finally:
+            try:
+                self.lock.release()
+                timing = self._timing or stage_groups(s._profile.snapshot())
+                emit(final, name, reason=control.end_reason, trials=s.trials_done,
+                     timing=timing, **data)
+            finally:
+                control.set_state(final)
+
+    def _lock_work_dir(self) -> None:
+        """Hold the work dir's lock for the session's life (refused if another session has
+        it; a dead process's lock is taken over with a warning)."""
+        self._refused = True
+        note = self.lock.acquire()
+        self._refused = False
+        if note:
+            self.session._warn(note)
+
+    def _wind_up(self, final: str, data: dict) -> str:
+        """After tuning: the pending commands, the end's profile row, a model's end-to-end
+        check; returns the final state."""
+        s = self.session
+        control, loop = s._control, s._loop
         if self.tuners:
             loop.log(f"Tuning ended ({final}): {control.end_reason}", table=True)
         for command, arg, future in control.take_pending():
@@ -205,15 +253,17 @@ class Worker:
             else:
                 future.set_exception(SessionStateError(f"{command} not applied: the session "
                                                        "ended"))
-        self._close_row()  # the end of tuning: no batch
-        timing = stage_groups(s._profile.snapshot())
+        if final == "failed":
+            s._live.reread()  # claim only what the work dir holds
+        if not self._refused:  # a session refused the work dir writes nothing there
+            self._close_row()  # the end of tuning: no batch
         # the tuning's wall time ends here; the model's check is timed apart, after it
+        self._timing = stage_groups(s._profile.snapshot())
         if s.end_to_end_check and final in ("finished", "stopped") and s.trials_done:
-            with profile.timeit("msviz/EndToEndCheck"):
+            with s._profile.timeit("msviz/EndToEndCheck"):
                 self.end_to_end_now()
             self._close_row()
-        emit(final, name, reason=control.end_reason, trials=s.trials_done, timing=timing, **data)
-        control.set_state(final)
+        return final
 
     def _close_row(self) -> None:
         """Close the profile's open row as no batch's: a ``profile`` event and a sidecar line

@@ -29,6 +29,7 @@ from typing import Any
 from msviz.errors import BundleError, WorkDirError
 from msviz.records import database as db_files
 from msviz.records.environment import environments
+from msviz.records.output import check_output
 from msviz.records.sidecar import SIDECAR_FILE, read_sidecar
 from msviz.version import __version__
 
@@ -40,6 +41,13 @@ BUNDLE_FORMAT = 1
 MANIFEST_FILE = "manifest.json"
 #: The folder of the zip that holds the work dir's files.
 WORK_DIR_PREFIX = "work_dir"
+#: At most this many bytes are extracted from one bundle (its declared sizes and what is
+#: actually read both count): a bundle is untrusted input.
+MAX_EXTRACTED_BYTES = 4 * 2**30
+#: A member larger than :data:`RATIO_CHECKED_FROM` bytes may expand at most this many times
+#: its compressed size (tuning records compress about 10-30x; a zip bomb about 1000x).
+MAX_RATIO = 200
+RATIO_CHECKED_FROM = 16 * 2**20
 
 
 def _work_dir_files(work_dir: Path) -> list[Path]:
@@ -53,7 +61,7 @@ def _work_dir_files(work_dir: Path) -> list[Path]:
     return files
 
 
-def write_bundle(work_dir: str | Path, output: str | Path) -> Path:
+def write_bundle(work_dir: str | Path, output: str | Path, *, overwrite: bool = False) -> Path:
     """Pack a work dir (database, logs, sidecar) and its environment into one zip.
 
     The zip is written next to ``output`` under a temporary name and renamed into place, so
@@ -64,7 +72,9 @@ def write_bundle(work_dir: str | Path, output: str | Path) -> Path:
     work_dir : str | Path
         A MetaSchedule work dir (msviz's or stock ``tune_tir``'s).
     output : str | Path
-        The zip to write (replaced if it exists).
+        The zip to write.
+    overwrite : bool
+        Replace ``output`` if it exists (else that is refused, naming it).
 
     Returns
     -------
@@ -77,6 +87,7 @@ def write_bundle(work_dir: str | Path, output: str | Path) -> Path:
                            f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE}")
     if output.is_dir():
         raise BundleError(f"cannot write the bundle to {output}: it is a directory")
+    check_output(output, overwrite=overwrite, what="bundle")
     envs = environments(read_sidecar(work_dir))
     files = _work_dir_files(work_dir)
     names = [f"{WORK_DIR_PREFIX}/{f.relative_to(work_dir).as_posix()}" for f in files]
@@ -190,17 +201,17 @@ def extract_bundle(path: str | Path, into: str | Path) -> tuple[Path, dict[str, 
         manifest = _manifest_of(path, zf)
         name = re.sub(r"[^\w.-]", "_", str(manifest.get("name") or "")).strip(".") or "work_dir"
         work_dir = Path(into) / name
+        members = [(info, target) for info in zf.infolist()
+                   if (target := _member_target(work_dir, info.filename)) is not None]
+        _check_sizes(path, [info for info, _ in members])
         work_dir.mkdir(parents=True)
-        member = ""
+        member, left = "", MAX_EXTRACTED_BYTES
         try:
-            for info in zf.infolist():
+            for info, target in members:
                 member = info.filename
-                target = _member_target(work_dir, member)
-                if target is None:
-                    continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, open(target, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+                    left = _copy_at_most(path, member, src, dst, left)
         except (zipfile.BadZipFile, OSError, EOFError) as err:
             raise BundleError(f"{path} is corrupt: {member} cannot be extracted ({err})") from None
     missing = [n for n in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
@@ -208,6 +219,36 @@ def extract_bundle(path: str | Path, into: str | Path) -> tuple[Path, dict[str, 
     if missing:
         raise BundleError(f"{path} holds no work dir: {', '.join(missing)} missing")
     return work_dir, manifest
+
+
+def _too_large(path: Path, why: str) -> BundleError:
+    return BundleError(f"{path} is not extracted: {why} (a bundle of a real run is far "
+                       f"smaller: at most {MAX_EXTRACTED_BYTES / 2**30:.0f} GiB, members "
+                       f"over {RATIO_CHECKED_FROM // 2**20} MiB at most {MAX_RATIO}x their "
+                       "compressed size)")
+
+
+def _check_sizes(path: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse a bundle whose declared sizes are too large, before writing anything."""
+    total = sum(i.file_size for i in infos)
+    if total > MAX_EXTRACTED_BYTES:
+        raise _too_large(path, f"its files would take {total / 2**30:.1f} GiB")
+    for info in infos:
+        if info.file_size > RATIO_CHECKED_FROM and \
+                info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise _too_large(path, f"{info.filename} would expand {info.compress_size:,} "
+                                   f"bytes to {info.file_size:,}")
+
+
+def _copy_at_most(path: Path, member: str, src: Any, dst: Any, left: int) -> int:
+    """Copy ``src`` to ``dst``; refuse past ``left`` bytes (a member may lie about its size).
+    Returns the bytes still allowed."""
+    while chunk := src.read(2**20):
+        left -= len(chunk)
+        if left < 0:
+            raise _too_large(path, f"{member} holds more than its declared size allows")
+        dst.write(chunk)
+    return left
 
 
 def open_bundle(path: str | Path, opener: Any) -> Any:
@@ -229,6 +270,7 @@ def open_bundle(path: str | Path, opener: Any) -> Any:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     weakref.finalize(run, shutil.rmtree, tmp, ignore_errors=True)
+    run.bundle_path = Path(path).resolve()  # files made from it go beside it, not in tmp
     if run.environment is None and manifest.get("environment"):
         run.environment = manifest["environment"]
     return run

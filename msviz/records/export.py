@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from msviz.errors import MissingExtraError, MsvizWarning, WriteError
+from msviz.records.output import check_output, default_output
 from msviz.records.row import STATUSES
 from msviz.records.targets import target_text
 
@@ -216,7 +217,7 @@ def _has_pyarrow() -> bool:
     return importlib.util.find_spec(PARQUET_MODULE) is not None
 
 
-def export(run: Any, path: str | Path | None = None) -> Path:
+def export(run: Any, path: str | Path | None = None, *, overwrite: bool = False) -> Path:
     """Export a run's trials: ``.parquet`` or ``.csv`` by the file's suffix (``Run.export``).
 
     Parameters
@@ -224,8 +225,10 @@ def export(run: Any, path: str | Path | None = None) -> Path:
     run : Run
         An opened work dir.
     path : str | Path, optional
-        The file; by default ``WORK_DIR/trials.parquet``, or ``WORK_DIR/trials.csv`` (with a
-        warning saying so) when pyarrow is not installed.
+        The file; by default ``WORK_DIR/trials.parquet`` (``<stem>-trials.parquet`` beside a
+        bundle), or ``.csv`` (with a warning saying so) when pyarrow is not installed.
+    overwrite : bool
+        Replace an existing file (else that is refused, naming it).
 
     Returns
     -------
@@ -234,9 +237,9 @@ def export(run: Any, path: str | Path | None = None) -> Path:
     """
     if path is None:
         if _has_pyarrow():
-            path = Path(run.work_dir) / "trials.parquet"
+            path = default_output(run, "trials.parquet")
         else:
-            path = Path(run.work_dir) / "trials.csv"
+            path = default_output(run, "trials.csv")
             warnings.warn(f"pyarrow is not installed: wrote CSV ({path}); "
                           "`pip install msviz[parquet]` for Parquet", MsvizWarning, stacklevel=3)
     path = Path(path)
@@ -244,4 +247,5 @@ def export(run: Any, path: str | Path | None = None) -> Path:
     if suffix not in EXPORT_FORMATS:
         raise WriteError(f"cannot write {path}: the export format is chosen by the suffix, "
                          f"one of {', '.join(EXPORT_FORMATS)}")
+    check_output(path, overwrite=overwrite, what="export")
     return (to_parquet if suffix == ".parquet" else to_csv)(run, path)

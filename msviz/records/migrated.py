@@ -21,7 +21,7 @@ from typing import Any
 
 from msviz import compat
 from msviz.compat import migrate as rules
-from msviz.errors import MsvizWarning
+from msviz.errors import MsvizWarning, WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 
@@ -126,10 +126,15 @@ def _log_workloads(work_dir: Path) -> list[tuple[str, set[str], Any, list[str]]]
             mod = compat.normalize_mod(compat.parse_script(text))
         except Exception:
             continue
-        args = [a.as_json() for a in compat.ArgInfo.from_entry_func(mod, remove_preproc=True)]
         blocks = {"root", *_BLOCK_NAME.findall(text)}
-        out.append((json.dumps(compat.to_jsonable(args)), blocks, mod, renames))
+        out.append((_args_signature(mod), blocks, mod, renames))
     return out
+
+
+def _args_signature(mod: Any) -> str:
+    """A workload's arguments (kinds, dtypes, shapes) as its records' ``args_info`` JSON."""
+    args = [a.as_json() for a in compat.ArgInfo.from_entry_func(mod, remove_preproc=True)]
+    return json.dumps(compat.to_jsonable(args))
 
 
 def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None],
@@ -210,6 +215,13 @@ def _rebuild_workloads(migration: Migration, work_dir: Path, unreadable: list[in
     for w in sorted(set(unreadable) | set(given)):
         if w in given:
             mod, renames = resolve(given[w]).mod, [f"workload {w} as given"]
+            theirs = signature_of.get(w, ("", frozenset()))[0]
+            if theirs and _args_signature(mod) != theirs:  # rescaling records: refuse
+                named = given[w] if isinstance(given[w], str) else "a module"
+                raise WorkDirError(
+                    f"workload {w} as given ({named}) is not the one its records were tuned on: "
+                    f"its arguments are {_args_signature(mod)}, the records' {theirs} (shapes or "
+                    "dtypes differ)")
         else:
             args, names = signature_of.get(w, ("", frozenset()))
             hit = next((k for k, (sig, blocks, _, _) in enumerate(from_logs)

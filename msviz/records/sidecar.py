@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from msviz.errors import MsvizWarning
+from msviz.errors import MsvizWarning, WriteError
 from msviz.records import row as trial_row
 from msviz.records.row import SIDECAR_COLUMNS
 
@@ -38,10 +38,37 @@ __all__ = [
     "Sidecar",
     "SidecarWriter",
     "merge_sidecar",
+    "quarantine_entries",
+    "quarantine_of",
     "read_sidecar",
 ]
 
 SIDECAR_FILE = "msviz_sidecar.jsonl"
+
+#: The sidecar kind (and event kind) of a quarantine entry (see msviz.engine.search.quarantine).
+QUARANTINE_KIND = "quarantine"
+QUARANTINE_FIELDS = ("task", "where", "what", "message", "last_message", "count")
+
+
+def quarantine_entries(items: Any) -> list[dict]:
+    """The last state of each quarantine entry (by task, where, what) among ``quarantine``
+    events' data or sidecar lines (other kinds are ignored), in the order each first
+    appeared."""
+    out: dict[tuple, dict] = {}
+    for item in items:
+        if item.get("kind", QUARANTINE_KIND) != QUARANTINE_KIND:
+            continue
+        key = (item.get("task"), item.get("where"), item.get("what"))
+        out[key] = {k: item.get(k) for k in QUARANTINE_FIELDS}
+    return list(out.values())
+
+
+def quarantine_of(run: Any) -> list[dict]:
+    """The quarantine entries of a :class:`msviz.Run` (the sidecar it read) or a work dir."""
+    other = getattr(run, "_sidecar_other", None)
+    if other is None:
+        other = read_sidecar(getattr(run, "work_dir", run)).other
+    return quarantine_entries(other)
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
@@ -89,10 +116,14 @@ class SidecarWriter:
         with self._lock:
             if self._file.closed:
                 raise ValueError(f"sidecar {self.path} is closed")
-            self._file.write(text)
-            self._file.flush()
-            if self._fsync:
-                os.fsync(self._file.fileno())
+            try:
+                self._file.write(text)
+                self._file.flush()
+                if self._fsync:
+                    os.fsync(self._file.fileno())
+            except OSError as err:  # a flush names no file: say which (and why, e.g. disk full)
+                raise WriteError(f"cannot append to the sidecar {self.path}: "
+                                 f"{err.strerror or err}") from err
         return entry
 
     def trial(self, line: int, **fields: Any) -> dict:
@@ -107,7 +138,10 @@ class SidecarWriter:
         """Close the file (idempotent)."""
         with self._lock:
             if not self._file.closed:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError:  # the write that could not be flushed has raised already
+                    pass
 
     def __enter__(self) -> SidecarWriter:
         return self

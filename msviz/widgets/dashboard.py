@@ -17,7 +17,9 @@ import traitlets
 from msviz.compat import describe_target
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.run import Run
+from msviz.records.sidecar import quarantine_of
 from msviz.views import failure_triage_info
+from msviz.views.quarantine import quarantine_info
 from msviz.views.tasks import tasks_info
 from msviz.widgets.adapter import UIAdapter
 from msviz.widgets.code_view import CodeView
@@ -107,6 +109,7 @@ class Dashboard(W.VBox):
         trials = self._trials()
         self.table = TrialTable(trials)
         self.triage = W.HTML()
+        self.quarantine = W.HTML()  # what the search skipped because it raised
         traitlets.link((self.table, "selected"), (self.selection, "trial"))
         self.plots = PlotPanel(trials, self._tasks(), run=lambda: self.run, importance=(
             ImportanceView(lambda: self.session if self.session is not None else self.run,
@@ -128,8 +131,8 @@ class Dashboard(W.VBox):
         self.selection.observe(self._on_task_focus, names="task")
         self.time_view = TimeView()  # drawn when its tab opens, then live
         self._time_stale = True
-        children = [("Trials", W.VBox([self.triage, self.table])), ("Plots", self.plots),
-                    ("Time", self.time_view), ("Trace", self.trace_view),
+        children = [("Trials", W.VBox([self.quarantine, self.triage, self.table])),
+                    ("Plots", self.plots), ("Time", self.time_view), ("Trace", self.trace_view),
                     ("Code", self.code_view)]
         self.evolution = self.spaces = self.rules_editor = None
         if self.session is not None:
@@ -277,11 +280,23 @@ class Dashboard(W.VBox):
             with self.table.hold_sync():
                 self.table.set_trials(trials)
             self._refresh_triage(trials)
+            self._refresh_quarantine()
             # plots are the costly redraw: only while their tab shows, else when it opens
             self._plots_stale = True
             if self._showing(self.plots):
                 self._update_plots()
         self._refresh_state(failed=failed)
+
+    def _refresh_quarantine(self) -> None:
+        """One line per quarantine entry, above the failures (hidden while there are none)."""
+        entries = self.session.quarantine if self.session is not None else quarantine_of(
+            self._run)
+        info = quarantine_info(entries)
+        value = "" if not info.lines else (
+            f"<details class='msviz-quarantine'><summary><b>{html.escape(info.title)}</b>"
+            "</summary>" + "<br>".join(html.escape(line) for line in info.lines) + "</details>")
+        if self.quarantine.value != value:
+            self.quarantine.value = value
 
     def _refresh_triage(self, trials: Any) -> None:
         """Failures grouped by cause, above the table (hidden while there are none)."""

@@ -130,7 +130,7 @@ def test_a_write_that_fails_midway_leaves_the_old_bundle(
 
     monkeypatch.setattr(zipfile.ZipFile, "write", disk_full)
     with pytest.raises(BundleError, match=f"cannot write the bundle to {out}/run.zip: No space"):
-        write_bundle(work_dir, out / "run.zip")
+        write_bundle(work_dir, out / "run.zip", overwrite=True)
     assert [p.name for p in out.iterdir()] == ["run.zip"]  # no temporary file left
     assert (out / "run.zip").read_bytes() == old
 

@@ -55,6 +55,12 @@ class LiveTrials:
                     self._live.feed(told[-1])
             return self._live
 
+    def reread(self) -> None:
+        """Forget the table: the next :meth:`get` reads the work dir again (after a failure,
+        so no row claims a record that did not reach the disk)."""
+        with self._lock:
+            self._live = None
+
     def tuners_ready(self) -> None:
         """The tuners know their workload indices now: name them in the table, if it exists."""
         with self._lock:

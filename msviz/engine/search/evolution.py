@@ -40,6 +40,7 @@ from msviz.engine.search.candidates import (
     pick_with_eps_greedy,
 )
 from msviz.engine.search.presets import SearchKnobs
+from msviz.engine.search.quarantine import Quarantine, quarantine_raised
 from msviz.trace.replay import apply_trace
 from msviz.trace.spaces import space_key, space_of
 
@@ -61,13 +62,17 @@ def normalized_scores(scores: Any) -> np.ndarray:
 class _Applier:
     """Replay + postprocs of this search's workload (:func:`msviz.trace.replay.apply_trace`)."""
 
-    def __init__(self, mod: Any, postprocs: Sequence[Any]) -> None:
+    def __init__(self, mod: Any, postprocs: Sequence[Any],
+                 quarantine: Quarantine | None = None) -> None:
         self.mod = mod
         self.postprocs = [(type(p).__name__, p) for p in postprocs]
+        self.quarantine = quarantine
 
     def apply(self, trace: Any, seed: int) -> tuple[Any | None, str | None]:
-        """The postprocessed schedule or None, and the step that failed."""
+        """The postprocessed schedule or None, and the step that failed (one that raised is
+        quarantined)."""
         out = apply_trace(self.mod, trace, self.postprocs, seed=seed)
+        quarantine_raised(self.quarantine, out)
         return out.schedule, out.failed_step
 
 
@@ -96,6 +101,8 @@ class EvolutionarySearch:
     line_of : callable, optional
         ``line_of(shash) -> record line or None``, to name the database record a schedule came
         from.
+    quarantine : Quarantine, optional
+        Where a candidate, postproc or mutator that raises is counted (it is skipped).
     """
 
     def __init__(
@@ -110,6 +117,7 @@ class EvolutionarySearch:
         seed: int,
         num_threads: int = 1,
         line_of: Any = None,
+        quarantine: Quarantine | None = None,
     ) -> None:
         self.context = context
         self.database = database
@@ -128,6 +136,7 @@ class EvolutionarySearch:
         self._predict_calls = 0
         self.num_empty_iters = 0
         self._line_of = line_of or (lambda _shash: None)
+        self.quarantine = quarantine
         self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="msviz-evo")
         #: Times each step under MetaSchedule's Profiler name (a session's Profile), or not.
         self.timeit: Any = lambda _stage: contextlib.nullcontext()
@@ -141,7 +150,7 @@ class EvolutionarySearch:
         sg = context.space_generator
         self.design_spaces = [s.trace.simplified(remove_postproc=True) for s in design_spaces]
         self.space_keys = [space_key(trace) for trace in self.design_spaces]
-        self.replayer = _Applier(context.mod, list(sg.postprocs or []))
+        self.replayer = _Applier(context.mod, list(sg.postprocs or []), self.quarantine)
         self.mutators = [(m, float(p)) for m, p in (sg.mutator_probs or {}).items()]
 
     def close(self) -> None:
@@ -332,8 +341,14 @@ class EvolutionarySearch:
                 if mutator is None:
                     return "keep", parent_id, failed
                 name = _mutator_name(mutator)
-                new_trace = apply_mutator(
-                    mutator, parent.sch.trace, int(rng.integers(1, _SEED_MAX)))
+                try:
+                    new_trace = apply_mutator(
+                        mutator, parent.sch.trace, int(rng.integers(1, _SEED_MAX)))
+                except Exception as err:  # a mutator that raises: skip this try, say so
+                    if self.quarantine is None:
+                        raise
+                    self.quarantine.add("mutator", name, err)
+                    new_trace = None
                 if new_trace is None:
                     failed.append(f"mutator {name}")
                     continue

@@ -36,6 +36,13 @@ from typing import Any
 __all__ = ["PRESETS", "SearchKnobs", "knobs_for"]
 
 
+#: The largest value of each count knob a session accepts (MetaSchedule's defaults are far
+#: below: population 2048, 4 iterations).
+KNOB_LIMITS = {"population_size": 65536, "init_min_unmeasured": 65536, "max_fail_count": 10000,
+               "genetic_num_iters": 1000, "genetic_max_fail_count": 1000,
+               "num_empty_iters_before_early_stop": 10000}
+
+
 @dataclass(frozen=True)
 class SearchKnobs:
     """The knobs of the evolutionary search (names and stock defaults as in MetaSchedule).
@@ -98,6 +105,12 @@ class SearchKnobs:
                     0.0 <= float(value) <= 1.0):
                 raise ValueError(
                     f"search knob {name} must be a number within [0, 1], got {value!r}")
+        for name, high in KNOB_LIMITS.items():  # a bundle's knobs are untrusted input
+            value = getattr(self, name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > high:
+                raise ValueError(
+                    f"search knob {name}={value:,} is beyond msviz's range (at most {high:,}; "
+                    "its memory and time grow with it): choose a smaller value")
         for name, low in (
             ("population_size", 1),
             ("init_min_unmeasured", 1),  # 0: no fresh samples, the search ends at once

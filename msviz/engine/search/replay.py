@@ -19,6 +19,7 @@ import numpy as np
 
 from msviz import compat
 from msviz.engine.search.candidates import Candidate, Stage, decisions_of
+from msviz.engine.search.quarantine import Quarantine, quarantine_raised
 from msviz.trace.replay import apply_trace
 
 __all__ = ["ReplayTrace"]
@@ -41,10 +42,14 @@ class ReplayTrace:
         Threads replaying candidates.
     max_fail_count : int
         Tries per candidate (``ReplayTrace(max_fail_count=100)`` is MetaSchedule's default).
+    quarantine : Quarantine, optional
+        Where a candidate or postproc that raises is counted (it is skipped).
     """
 
     def __init__(self, context: Any, design_spaces: Sequence[Any], *, seed: int,
-                 num_threads: int = 1, max_fail_count: int = 100) -> None:
+                 num_threads: int = 1, max_fail_count: int = 100,
+                 quarantine: Quarantine | None = None) -> None:
+        self.quarantine = quarantine
         self.rng = np.random.default_rng(seed)
         self.max_fail_count = int(max_fail_count)
         self.num_threads = max(1, int(num_threads))
@@ -72,6 +77,7 @@ class ReplayTrace:
         for space, seed in draws:
             trace = compat.Trace(self.design_spaces[space].insts, {})
             outcome = apply_trace(self.mod, trace, self.postprocs, seed=seed)
+            quarantine_raised(self.quarantine, outcome)
             if outcome.schedule is not None:
                 sch = outcome.schedule
                 return Candidate(sch, int(compat.structural_hash(sch.mod)), space,

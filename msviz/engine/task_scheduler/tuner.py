@@ -28,6 +28,7 @@ from msviz.engine.search.candidates import decisions_of
 from msviz.engine.search.evolution import EvolutionarySearch
 from msviz.engine.search.generation import Generation
 from msviz.engine.search.presets import SearchKnobs
+from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.replay import ReplayTrace
 from msviz.engine.task_scheduler.workdir import (
     close_logger,
@@ -39,17 +40,21 @@ from msviz.engine.task_scheduler.workdir import (
 from msviz.errors import MsvizError
 from msviz.records import database as db_files
 from msviz.records import row
-from msviz.records.sidecar import SidecarWriter, read_sidecar
+from msviz.records.sidecar import QUARANTINE_KIND, SidecarWriter, read_sidecar
 from msviz.space_generator.intrinsics import unused as unused_intrins
 from msviz.space_generator.rules import RuleSet
 
 __all__ = [
-    "INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "SharedParts", "Tuner", "close_tuners",
-    "make_tuners", "task_seed",
+    "INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "NoDesignSpaceError", "SharedParts",
+    "Tuner", "close_tuners", "make_tuners", "task_seed",
 ]
 
 #: Batches in a row lost entirely to infrastructure failures before the session fails.
 INFRA_BATCHES_BEFORE_FAILING = 3
+
+
+class NoDesignSpaceError(MsvizError, RuntimeError):
+    """Generating the design spaces raised for every task (the session has nothing to tune)."""
 
 
 class InfrastructureError(MsvizError, RuntimeError):
@@ -154,6 +159,8 @@ class Tuner:
         #: Why the search ended (None while it goes on).
         self.end_reason: str | None = None
         self.search: EvolutionarySearch | ReplayTrace | None = None
+        #: What raised in this task's search (skipped, counted; see ``quarantine`` events).
+        self.quarantine = Quarantine(self.task)
 
     # the parts every task shares
     database = property(lambda self: self.shared.database)
@@ -247,13 +254,24 @@ class Tuner:
         return self.line_by_hash.get(shash)
 
     def _make_context(self, rules: RuleSet) -> None:
-        self.context = compat.ms.TuneContext(
+        context = compat.ms.TuneContext(
             mod=self.workload.mod, target=self.target,
             space_generator=rules.space_generator(self.target),
             search_strategy=None, task_name=self.task, rand_state=self.seed,
             num_threads=self.num_threads, logger=self.logger,
         )
-        spaces = list(self.context.generate_design_space())
+        try:
+            spaces = list(context.generate_design_space())
+        except Exception as err:
+            if self.search is not None:  # new rules (set_rules): the caller hears of it
+                raise
+            # a schedule rule raised while setting the task up: skip this task (a model's
+            # other tasks go on; make_tuners fails a session none of whose tasks has spaces)
+            self.context = context  # still good for re-measuring
+            self.quarantine.add("design_space", "generate_design_space", err)
+            self.report_quarantine()
+            return
+        self.context = context
         for message in rules.skipped + unused_intrins(  # tensor intrinsics that cannot work
                 [i for i in rules.intrinsics() if not any(repr(i) in m for m in rules.skipped)],
                 spaces, self.workload):
@@ -265,12 +283,20 @@ class Tuner:
             self.search.set_space(self.context, spaces)
         elif self.strategy == "replay":
             self.search = ReplayTrace(self.context, spaces, seed=self.seed,
-                                      num_threads=self.num_threads)
+                                      num_threads=self.num_threads, quarantine=self.quarantine)
         else:
             self.search = EvolutionarySearch(
                 self.context, spaces, self.database, self.token, self.cost_model, self.knobs,
-                seed=self.seed, num_threads=self.num_threads, line_of=self.line_of)
+                seed=self.seed, num_threads=self.num_threads, line_of=self.line_of,
+                quarantine=self.quarantine)
             self.search.timeit = self.timeit
+
+    def report_quarantine(self) -> None:
+        """A ``quarantine`` event and a sidecar line for each entry that changed."""
+        for entry in self.quarantine.take_changed():
+            if self.shared.ready:
+                self.sidecar.write(QUARANTINE_KIND, **entry)
+            self.emit(QUARANTINE_KIND, **{k: v for k, v in entry.items() if k != "task"})
 
     def _learn_from_database(self) -> None:
         """msviz preset: never re-pick a stored schedule, and train the model on stored records.
@@ -333,9 +359,14 @@ class Tuner:
         """
         while True:
             self._space_changed = False
+            if self.search is None:  # no design space could be generated (quarantined)
+                self.end_reason = ("its design spaces could not be generated (see "
+                                   "session.quarantine)")
+                return None
             generation = Generation(self.search.generate(n, generation=self.generation),
                                     timeit=self.timeit)
             for stage in generation:
+                self.report_quarantine()
                 self.emit(stage.kind, **stage.data)
                 yield "stage"
                 if self._space_changed:  # new rules: start a generation from them
@@ -460,6 +491,9 @@ def make_tuners(tasks: list, *, rules: dict, seed: int, emit: Any, warn: Any,
                           shared=shared, **options)
             tuners.append(tuner)
             tuner.setup()
+        if all(t.search is None for t in tuners):
+            raise NoDesignSpaceError("no task has a design space: " + "; ".join(
+                f"{e['task']}: {e['message']}" for t in tuners for e in t.quarantine.entries()))
     except BaseException:
         close_tuners(tuners, shared)
         raise
