@@ -67,7 +67,7 @@ def model_estimate(weights: Mapping[str, float], best_us: Mapping[str, float | N
     estimate_us : float
         NaN when some task has neither.
     untuned : int
-        Tasks counted at their untuned time.
+        Tasks counted at their untuned time (those with neither are not counted).
     """
     total, untuned = 0.0, 0
     for name, weight in weights.items():
@@ -77,7 +77,8 @@ def model_estimate(weights: Mapping[str, float], best_us: Mapping[str, float | N
             continue
         base = untuned_us.get(name)
         if base is None or not math.isfinite(base):
-            return math.nan, untuned
+            total = math.nan  # unknown; the count goes on
+            continue
         total += weight * base
         untuned += 1
     return total, untuned
