@@ -1,5 +1,6 @@
 """Several runs side by side (``msviz.compare``): their best so far on one plot, by trial or
-wall time, over the summary table."""
+wall time; for models their time-to-quality curves (:mod:`msviz.views.quality`); the summary
+table."""
 
 from __future__ import annotations
 

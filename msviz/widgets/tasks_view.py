@@ -232,14 +232,16 @@ class TasksView(W.VBox):
             self.model_profile_box.layout.display = None
 
     def _draw_figures(self) -> None:
+        if self.quality_info is not None and self.quality_info.seconds:
+            with self.error.guard(self, clear=False):
+                # against wall time always: what the curve is for (the model latency plot
+                # below follows the trial / wall time buttons)
+                show_figure(self.quality, Q.time_to_quality_figure(self.quality_info))
+                self.quality_box.layout.display = None
         info = self.latency_info
         if info is None:
             return
         with self.error.guard(self, clear=False):
-            if self.quality_info is not None and self.quality_info.seconds:
-                show_figure(self.quality, Q.time_to_quality_figure(
-                    self.quality_info, x="time" if self.x_axis.value == "time" else "trial"))
-                self.quality_box.layout.display = None
             show_figure(self.latency, V.model_latency_figure(info, x=self.x_axis.value))
             show_figure(self.task_trials, V.task_trials_figure(info, x=self.x_axis.value))
 

@@ -211,6 +211,15 @@ def test_resume_continues_every_task(tuned: Any) -> None:
         session.events.of_kind("untuned")[0]["tasks"]
     text = (session.work_dir / "msviz_sidecar.jsonl").read_text()
     assert text.count('"kind":"untuned"') == 1
+    # the work dir's curve: the resumed session's points follow the first session's in time
+    import msviz
+    from msviz.views.quality import run_quality_info
+
+    info = run_quality_info(msviz.open(session.work_dir))
+    first, second = session.events.of_kind("model_latency"), again.events.of_kind("model_latency")
+    assert len(info.seconds) == len(first) + len(second)
+    assert info.seconds[len(first)] == first[-1]["elapsed"] + second[0]["elapsed"]
+    assert list(info.seconds) == sorted(info.seconds) and info.trials[-1] == 14
 
 
 def test_single_primfunc_also_emits_tasks_and_scheduled(tmp_path: Path) -> None:
