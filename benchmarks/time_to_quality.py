@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-root", default=None, help="keep work dirs here (default: temp)")
     parser.add_argument("--html", default=None, help="write both curves here (default: "
                         "WORK_ROOT/time_to_quality.html)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take a tuning run's figures from WORK_ROOT/CONFIG-seedN.json when "
+                             "there (a run tuned before); time its work dir again")
     parser.add_argument("--tune", nargs=2, metavar=("CONFIG", "SEED"), help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work-dir", help=argparse.SUPPRESS)
@@ -142,7 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     for seed in seeds:
         for config in CONFIGS:
             wd = root / f"{config}-seed{seed}"
-            res = _child(["--tune", config, str(seed), "--work-dir", str(wd), *common])
+            saved = root / f"{config}-seed{seed}.json"
+            if args.reuse and saved.is_file():
+                res = json.loads(saved.read_text().strip().splitlines()[-1])
+            else:
+                res = _child(["--tune", config, str(seed), "--work-dir", str(wd), *common])
+                saved.write_text(json.dumps(res))
             e2e = [_child(["--measure", "--work-dir", str(wd), *common])
                    for _ in range(args.e2e_runs)]
             tuned = [e["tuned_us"] for e in e2e if e["tuned_us"] is not None]
