@@ -188,6 +188,10 @@ def test_time_to_quality_is_recorded_after_each_batch(tuned: Any) -> None:
     np.testing.assert_allclose(live.estimate_us, expected, rtol=1e-9)
     assert live.seconds == tuple(p["elapsed"] for p in points)
     assert run_quality_info(run, name="mlp")._replace(source="session") == live
+    from msviz.report import render_report
+
+    text = render_report(run)
+    assert 'id="time-to-quality"' in text and "as the session recorded it" in text
 
 
 def test_resume_continues_every_task(tuned: Any) -> None:

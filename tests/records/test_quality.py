@@ -73,3 +73,12 @@ def test_a_stock_tune_relax_work_dir(stock_model_work_dir: Path) -> None:
     assert not any(math.isnan(v) for v in given.estimate_us)
     assert given.estimate_us[-1] == info.estimate_us[-1]
     assert given.untuned_tasks[0] == 4 and given.untuned_tasks[-1] == 0
+    # the report's model section has the curve, and says where it came from
+    from msviz.report import render_report
+
+    text = render_report(run)
+    start = text.index('id="time-to-quality"')
+    section = text[start:start + 2000]  # the heading, its note, the figure's div
+    assert "rebuilt from the records and the task-scheduler log" in section
+    assert "no untuned time for 4 task(s)" in section
+    assert '"title":{"text":"Time to quality"}' in text[start:]
