@@ -239,8 +239,15 @@ class Worker:
             tasks = [{"index": t.index, "name": t.name, "untuned_us": stored[t.name],
                       "error": None} for t in s.tasks]
         else:
-            with self.measure_lock, s._profile.timeit("msviz/Untuned"):
-                tasks = measure_untuned(self.shared.measurer, s.tasks)
+            try:
+                with self.measure_lock, s._profile.timeit("msviz/Untuned"):
+                    tasks = measure_untuned(self.shared.measurer, s.tasks)
+            except Exception as err:  # the curve's start only: never the session's end
+                why = f"{type(err).__name__}: {err}"
+                s._warn(f"the untuned kernels could not be timed ({why}); the estimated model "
+                        "latency is unknown until every task has a successful trial")
+                tasks = [{"index": t.index, "name": t.name, "untuned_us": None, "error": why}
+                         for t in s.tasks]
             self._write_sidecar(UNTUNED_KIND, {"tasks": tasks})
         self.untuned_us = {t["name"]: t["untuned_us"] for t in tasks}
         s.events.emit(UNTUNED_KIND, s.name, tasks=tasks)

@@ -31,19 +31,23 @@ return {title: g._fullLayout.title.text, x: g._fullLayout.xaxis.title.text,
 
 
 def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
+    # the second run and the comparison come from a thread, handed to the kernel's loop: a
+    # cell that blocked (or awaited) would hold the kernel the live dashboard needs
     cells = [
-        "import asyncio, msviz\n"
+        "import asyncio, threading, ipywidgets as W, msviz\n"
         f"session = msviz.Session('mlp', work_dir='wd1', seed=1, {KNOBS})\n"
         "dash = session.dashboard(); session.start()\n"
         "dash",
-        "while session.state not in ('finished', 'stopped', 'failed'):\n"
-        "    await asyncio.sleep(0.5)\n"
-        f"s2 = msviz.Session('mlp', work_dir='wd2', seed=2, {KNOBS})\n"
-        "s2.start()\n"
-        "while s2.state not in ('finished', 'stopped', 'failed'):\n"
-        "    await asyncio.sleep(0.5)\n"
-        "view = msviz.compare(session, s2, names=['seed 1', 'seed 2'])\n"
-        "view",
+        "box = W.VBox(); loop = asyncio.get_running_loop()\n"
+        "def later():\n"
+        "    session.wait()\n"
+        f"    s2 = msviz.Session('mlp', work_dir='wd2', seed=2, {KNOBS})\n"
+        "    s2.start(); s2.wait()\n"
+        "    def show():\n"
+        "        box.children = [msviz.compare(session, s2, names=['seed 1', 'seed 2'])]\n"
+        "    loop.call_soon_threadsafe(show)\n"
+        "threading.Thread(target=later, daemon=True).start()\n"
+        "box",
     ]
     with lab_notebook(tmp_path, "quality.ipynb", cells, ARTIFACTS,
                       "time-to-quality-failure.png", wait_for_cells=False, stop=True) as driver:
