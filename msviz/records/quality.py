@@ -123,9 +123,10 @@ def log_batches(scheduler_log: Path, trials: pd.DataFrame, names: Mapping[int, s
     Returns
     -------
     batches : list of QualityBatch
-        In the order the batches ended; seconds since the log's first stamp. A task whose
-        records and logged batches disagree in number (a work dir tuned twice with one log
-        lost) is aligned on its last records, with a warning.
+        In the order the batches ended; seconds since the log's first stamp. Where a task's
+        records and logged batches disagree in number, with a warning: fewer records (an
+        interrupted run) fill the first batches; more (an earlier run whose log is gone)
+        leave out the first records.
     """
     picks: list[list[Any]] = []  # [start, task id, size]
     first = last = None
@@ -151,11 +152,16 @@ def log_batches(scheduler_log: Path, trials: pd.DataFrame, names: Mapping[int, s
     for task, want in sizes.items():
         name = names.get(task)
         mine = list(trials.index[trials["task"] == name]) if name is not None else []
-        if len(mine) != want:
+        if len(mine) < want:  # an interrupted run: its last batches were never joined
             warnings.warn(f"task #{task} ({name}): the scheduler log sends {want} trials to the "
-                          f"builder, the records hold {len(mine)}; the last records are taken "
-                          "as the logged batches'", MsvizWarning, stacklevel=2)
-            mine = ([-1] * max(0, want - len(mine))) + mine[max(0, len(mine) - want):]
+                          f"builder, the records hold {len(mine)}: the last logged batches "
+                          "were never stored (an interrupted run?)", MsvizWarning, stacklevel=2)
+            mine = mine + [-1] * (want - len(mine))
+        elif len(mine) > want:  # records of an earlier run whose log is gone
+            warnings.warn(f"task #{task} ({name}): the records hold {len(mine)} trials, the "
+                          f"scheduler log sends {want} to the builder: the last records are "
+                          "taken as the logged batches'", MsvizWarning, stacklevel=2)
+            mine = mine[len(mine) - want:]
         rows[task] = mine
     taken = dict.fromkeys(sizes, 0)
     out = []

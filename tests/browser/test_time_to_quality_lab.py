@@ -11,7 +11,7 @@ import pytest
 
 from tests.browser.jupyterlab import lab_notebook
 from tests.browser.jupyterlab import wait as _wait
-from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab, _state
+from tests.browser.test_dashboard_lab import BAD_TEXT, _click, _open_tab, _state
 
 pytestmark = pytest.mark.browser
 
@@ -34,13 +34,14 @@ def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
     # the second run and the comparison come from a thread, handed to the kernel's loop: a
     # cell that blocked (or awaited) would hold the kernel the live dashboard needs
     cells = [
-        "import asyncio, threading, ipywidgets as W, msviz\n"
+        "import asyncio, threading, time, ipywidgets as W, msviz\n"
         f"session = msviz.Session('mlp', work_dir='wd1', seed=1, {KNOBS})\n"
-        "dash = session.dashboard(); session.start()\n"
+        "dash = session.dashboard(); session.step('batch')\n"
         "dash",
         "box = W.VBox(); loop = asyncio.get_running_loop()\n"
         "def later():\n"
-        "    session.wait()\n"
+        "    while session.state not in ('finished', 'stopped', 'failed'):\n"
+        "        session.wait(); time.sleep(0.5)  # wait() returns at a pause too\n"
         f"    s2 = msviz.Session('mlp', work_dir='wd2', seed=2, {KNOBS})\n"
         "    s2.start(); s2.wait()\n"
         "    def show():\n"
@@ -54,22 +55,36 @@ def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
         _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard .lm-TabBar-tab')]"
               ".some(t => t.textContent.includes('Tasks'))", timeout=600, what="the Tasks tab")
         _open_tab(driver, "Tasks")
-        # live: at least the untuned model and one batch, while the session still runs
-        _wait(driver, "const g = document.querySelector('.msviz-time-to-quality "
-              ".js-plotly-plot'); return g && g.offsetParent && "
-              "g.querySelectorAll('.scatterlayer .point').length >= 2", timeout=600,
-              what="the live curve")
+
+        def points() -> int:
+            return driver.execute_script(
+                "const g = document.querySelector('.msviz-time-to-quality .js-plotly-plot');"
+                "return g && g.offsetParent ? g.querySelectorAll('.scatterlayer .point').length"
+                " : 0")
+
+        # the session ran one batch and paused: the untuned model and that batch
+        _wait(driver, "return document.querySelector('.msviz-time-to-quality .js-plotly-plot "
+              ".scatterlayer .point')", timeout=600, what="the curve's first points")
+        _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+              "return e && e.textContent.includes('paused')", timeout=120, what="the pause")
         time.sleep(1.0)
+        assert points() == 2
+        # live: each step adds a point while the tab shows
+        for want in (3, 4):
+            _click(driver, ".msviz-dashboard .msviz-step-batch")
+            _wait(driver, "const g = document.querySelector('.msviz-time-to-quality "
+                  f".js-plotly-plot'); return g && g._fullData[0].x.length === {want}",
+                  timeout=600, what=f"point {want} of the live curve")
+        _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+              "return e && e.textContent.includes('paused')", timeout=120, what="the pause")
+        time.sleep(1.5)
         live = driver.execute_script(_CURVES, ".msviz-time-to-quality")
         state = _state(driver)
         driver.save_screenshot(str(ARTIFACTS / "time-to-quality-live.png"))
         assert live["title"] == "Time to quality" and live["x"] == "Wall time (s)", live
-        assert live["drawn"] >= 2 and live["traces"][0]["points"] >= 2, live
-        assert "running" in state or "paused" in state, state
-        # later points arrive while it runs
-        _wait(driver, "const g = document.querySelector('.msviz-time-to-quality "
-              f".js-plotly-plot'); return g && g._fullData[0].x.length > {live['drawn']}",
-              timeout=600, what="a later point of the live curve")
+        assert live["drawn"] == 4 and live["traces"][0]["points"] == 4, live
+        assert "paused" in state, state
+        _click(driver, ".msviz-dashboard .msviz-resume")
         # overlaid: two seeds' curves on the compare view
         _wait(driver, "return document.querySelector('.msviz-compare-quality .js-plotly-plot "
               ".scatterlayer .point')", timeout=900, what="the compared curves")

@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import msviz
+from msviz.errors import MsvizWarning
 from msviz.records.quality import QualityBatch, log_batches, scheduler_log_of
 from msviz.views.common import quiet_empty
 from msviz.views.quality import run_quality_info
@@ -47,6 +49,10 @@ def test_batches_from_a_hand_written_scheduler_log(tmp_path: Path) -> None:
         QualityBatch(15.0, "b", 2, (3.0, 4.0)),
         QualityBatch(20.0, "b", 1, (2.5,)),
     ]
+    # interrupted before b's second batch was stored: that batch is empty
+    with pytest.warns(MsvizWarning, match="never stored"):
+        cut = log_batches(log, trials.iloc[:4], {0: "a", 1: "b"})
+    assert cut[-1] == QualityBatch(20.0, "b", 1, ())
 
 
 def test_a_stock_tune_relax_work_dir(stock_model_work_dir: Path) -> None:
