@@ -53,7 +53,7 @@ def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
     with lab_notebook(tmp_path, "quality.ipynb", cells, ARTIFACTS,
                       "time-to-quality-failure.png", wait_for_cells=False, stop=True) as driver:
         _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard .lm-TabBar-tab')]"
-              ".some(t => t.textContent.includes('Tasks'))", timeout=600, what="the Tasks tab")
+              ".some(t => t.textContent.includes('Tasks'))", timeout=900, what="the Tasks tab")
         _open_tab(driver, "Tasks")
 
         def points() -> int:
