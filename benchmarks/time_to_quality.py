@@ -182,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
               f"us; msviz reaches stock's final estimate at {_fmt(reach[seed])} s "
               f"(stock's curve ends at {_fmt(st_end)} s: "
               f"{_fmt((reach[seed] or math.nan) / st_end, '.2f')}x)")
+        if ms.untuned_us is not None and ms.untuned_us <= target:
+            print(f"        note: the untuned model's estimate ({_fmt(ms.untuned_us)} us) is "
+                  "already at or below stock's final one: tuned kernels timed slower than "
+                  "untuned (noise on a loaded machine?); this wall time says nothing")
 
     def med(config: str, key: str) -> float:
         vals = [runs[config, s][key] for s in seeds if runs[config, s][key] is not None]
