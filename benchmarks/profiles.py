@@ -15,9 +15,10 @@ from typing import Any
 __all__ = ["PROFILE_COST", "msviz_stages", "overhead_lines", "side_by_side", "timer_cost"]
 
 #: msviz's own stages: what it adds to a batch beyond what stock MetaSchedule does.
-MSVIZ_ONLY = ("msviz/CheckResults", "msviz/Events", "msviz/Commands", "msviz/Paused",
-              "msviz/WaitingForDevices")
+MSVIZ_ONLY = ("msviz/Untuned", "msviz/CheckResults", "msviz/Events", "msviz/Commands",
+              "msviz/Paused", "msviz/WaitingForDevices")
 WHY = {
+    "msviz/Untuned": "each task's untuned kernel timed once (the time-to-quality curve's start)",
     "msviz/CheckResults": "result checks (outputs of a new best against the untuned workload)",
     "msviz/Events": "events and the live trials table",
     "msviz/Commands": "commands applied between stages",

@@ -82,7 +82,8 @@ def dashboard(source: Any, **options: Any) -> Any:
 
 def compare(*sources: Any, names: Any = None) -> Any:
     """Compare runs side by side (work dirs, Runs or Sessions; the first is the baseline):
-    their best so far on one plot, by trial or wall time, over a summary table. See
+    their best so far on one plot, by trial or wall time, a model's time to quality (estimated
+    model latency against wall time), and a summary table. See
     :func:`msviz.widgets.compare_view.compare` (imported on first use: widgets are heavy)."""
     from msviz.widgets.compare_view import compare as compare_runs  # heavy: the widgets
 

@@ -44,6 +44,7 @@ from msviz.views.profile import (
     profile_tasks_figure,
     profile_totals_figure,
 )
+from msviz.views.quality import run_quality_info, time_to_quality_figure
 from msviz.views.quarantine import quarantine_info
 
 __all__ = ["render_report", "write_report"]
@@ -108,6 +109,9 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
                 f"; MetaSchedule's log says {run.total_latency_us:.4f} µs") + ".</p>",
              _table(frame, text_columns=("Name",))]
     latency = model_views.model_latency_info(run.tasks, run.trials, end_to_end)
+    quality = _quality_parts(run, plotly_js)
+    plotly_js = plotly_js if not quality else False
+    parts += quality
     for fig in (model_views.model_latency_figure(latency),
                 model_views.task_trials_figure(latency)):
         fig.update_layout(template="plotly_white")
@@ -123,6 +127,29 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
         parts += [model_profile_html(info_profile),
                   pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js)]
     return parts
+
+
+def _quality_parts(run: Run, plotly_js: bool | str) -> list[str]:
+    """Time to quality: the estimated model latency after each batch against wall time (a
+    task not tuned yet at its untuned time); nothing when the work dir has no timed batch."""
+    import plotly.io as pio
+
+    with quiet_empty():
+        info = run_quality_info(run)
+    if not info.seconds:
+        return []
+    fig = time_to_quality_figure(info)
+    fig.update_layout(template="plotly_white")
+    where = {"sidecar": "as the session recorded it after each batch",
+             "logs": "rebuilt from the records and the task-scheduler log (stamped to the "
+                     "second); tasks without an untuned time count once they have a trial"}
+    note = where.get(info.source, info.source)
+    if info.missing and info.source != "sidecar":
+        note += f"; no untuned time for {len(info.missing)} task(s)"
+    return [f'<h3 id="time-to-quality">Time to quality</h3><p class="note">Estimated model '
+            f"latency (weight x best latency, a task not tuned yet at its untuned time) "
+            f"against wall time, {html.escape(note)}.</p>",
+            pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js)]
 
 
 def render_report(run: Run | str | Path, *, title: str | None = None,

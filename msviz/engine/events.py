@@ -23,6 +23,15 @@ Fields of the main kinds (every task event also has ``task_index``):
   end, ``"every candidate failed"``, ...).
 * ``end_to_end``: ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``
   (names of the tasks with no tuned record), ``error``.
+* ``untuned`` (a model's, once, after setting up; see :mod:`msviz.engine.measure.untuned`):
+  ``tasks``, one ``{"index", "name", "untuned_us", "error"}`` per task.
+* ``model_latency`` (after setting up and after each measured batch, before a pause; the
+  sidecar has the same line): ``batch`` (the global batch, None before the first),
+  ``trials``, ``elapsed`` (seconds since the worker started, pauses left out), ``paused``,
+  ``started`` (its ``time.time()``), ``estimate_us`` (sum of weight x best latency, a task
+  not tuned yet at its untuned time; None while unknown), ``untuned_tasks``,
+  ``untuned_model_us`` (every task untuned) and ``best_us`` (per task, None while none);
+  see :mod:`msviz.records.quality`.
 * ``initial_population`` / ``generation`` / ``picked``: ``generation`` (continues across a
   resume) and ``failures``: ``{step: count}``, each failed try counted once, in the stage where
   it happened, under the step that failed (``"trace replay"``, a postproc's class name, or
@@ -79,6 +88,8 @@ EVENT_KINDS = (
     "remeasured",
     "task_done",
     "end_to_end",
+    "untuned",
+    "model_latency",
     "warning",
     "quarantine",
     "log",

@@ -9,7 +9,9 @@ commands, re-measures, and checks a model end to end when tuning ends.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 import traceback
 from concurrent.futures import Future
 from typing import Any
@@ -20,11 +22,13 @@ from msviz.check.model_profile import profile_built
 from msviz.engine.control import SessionStateError, StopRequested, await_devices
 from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import session_environment
+from msviz.engine.measure.untuned import measure_untuned
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
 from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
-from msviz.records.sidecar import SidecarWriter
+from msviz.records.quality import QUALITY_KIND, UNTUNED_KIND, model_estimate, recorded_untuned
+from msviz.records.sidecar import SidecarWriter, read_sidecar
 from msviz.space_generator.generate import design_spaces_and_warnings
 from msviz.space_generator.rules import RuleSet
 
@@ -57,6 +61,9 @@ class Worker:
         self.shared: SharedParts | None = None
         self.measure_lock = threading.Lock()  # all measurements, one at a time
         self.lock = WorkDirLock(session.work_dir)  # one writer per work dir
+        #: Each task's untuned time (µs; None where unknown), measured at a model's start.
+        self.untuned_us: dict[str, float | None] = {}
+        self._started = time.time()
 
     @property
     def trials_done(self) -> int:
@@ -166,6 +173,7 @@ class Worker:
         control, name, loop, emit = s._control, s.name, s._loop, s.events.emit
         profile = s._profile
         profile.restart()
+        self._started = time.time()
         final, data = "failed", {}
         self._timing: dict | None = None
         self._refused = False
@@ -180,12 +188,14 @@ class Worker:
                     self.shared, self.tuners = self.make_tuners()
             s._live.tuners_ready()
             self._write_sidecar("environment", session_environment(s))  # msviz reproduce
+            self._untuned()
             loop.use_scheduler(loop.scheduler)  # its warm-up skips tuned tasks
             for task in s.tasks:
                 loop.log(f"Initializing Task #{task.index}: {task.name}")
             loop.log("Task table before tuning", table=True)
             loop.batch = sum(t.batch for t in self.tuners)
             self._close_row()  # setting the tasks up: no batch
+            self._model_latency()  # the curve's first point: the untuned (or resumed) model
             control.checkpoint("stage")
             stages = loop.drive(s.max_trials, s.trials_per_batch)
             while True:
@@ -195,6 +205,8 @@ class Worker:
                     except StopIteration as end:
                         control.end_reason = end.value
                         break
+                if kind == "batch":
+                    self._model_latency()  # before a pause: the batch's own point
                 control.checkpoint(kind)
                 if kind == "batch":
                     with profile.timeit("msviz/WaitingForDevices"):
@@ -264,6 +276,49 @@ class Worker:
                 self.end_to_end_now()
             self._close_row()
         return final
+
+    def _untuned(self) -> None:
+        """A model's untuned times: measured once (one batch of every task's unscheduled
+        PrimFunc, under the measurement lock), or those a resumed work dir holds; an
+        ``untuned`` event and sidecar line (see :mod:`msviz.engine.measure.untuned`)."""
+        s = self.session
+        if s.model is None:
+            return
+        stored = recorded_untuned(read_sidecar(s.work_dir).other) if s._resume else {}
+        if stored and all(stored.get(t.name) is not None for t in s.tasks):
+            tasks = [{"index": t.index, "name": t.name, "untuned_us": stored[t.name],
+                      "error": None} for t in s.tasks]
+        else:
+            try:
+                with self.measure_lock, s._profile.timeit("msviz/Untuned"):
+                    tasks = measure_untuned(self.shared.measurer, s.tasks)
+            except Exception as err:  # the curve's start only: never the session's end
+                why = f"{type(err).__name__}: {err}"
+                s._warn(f"the untuned kernels could not be timed ({why}); the estimated model "
+                        "latency is unknown until every task has a successful trial")
+                tasks = [{"index": t.index, "name": t.name, "untuned_us": None, "error": why}
+                         for t in s.tasks]
+            self._write_sidecar(UNTUNED_KIND, {"tasks": tasks})
+        self.untuned_us = {t["name"]: t["untuned_us"] for t in tasks}
+        s.events.emit(UNTUNED_KIND, s.name, tasks=tasks)
+
+    def _model_latency(self) -> None:
+        """The estimated model latency now against the tuning's wall time (pauses left out):
+        a ``model_latency`` event and sidecar line (see :mod:`msviz.records.quality`)."""
+        s = self.session
+        weights = {t.name: float(t.weight) for t in s.tasks}
+        best = [u.best_secs * 1e6 if math.isfinite(u.best_secs) else None for u in self.tuners]
+        estimate, untuned = model_estimate(weights, dict(zip(weights, best)), self.untuned_us)
+        base, _ = model_estimate(weights, {}, self.untuned_us)
+        paused = sum(r["stages"].get("msviz/Paused", 0.0) for r in s._profile.snapshot())
+        now = time.time()
+        data = {"batch": s._loop.batch - 1 if s._loop.batch else None, "trials": s.trials_done,
+                "elapsed": now - self._started - paused, "paused": paused,
+                "started": self._started, "estimate_us": None if math.isnan(estimate)
+                else estimate, "untuned_tasks": untuned,
+                "untuned_model_us": None if math.isnan(base) else base, "best_us": best}
+        self._write_sidecar(QUALITY_KIND, {**data, "timestamp": now})
+        s.events.emit(QUALITY_KIND, s.name, **data)
 
     def _close_row(self) -> None:
         """Close the profile's open row as no batch's: a ``profile`` event and a sidecar line

@@ -25,6 +25,7 @@ PROFILE_COLUMNS = ("task", "batch", "stage", "seconds")
 #: it has one, ``msviz/...`` for what msviz adds, and what no timer covered.
 STAGES = (
     "InitializeTask",
+    "msviz/Untuned",
     "TaskScheduler/NextTaskId",
     "EvoSearch/PickBestFromDatabase",
     "EvoSearch/SampleInitPopulation",

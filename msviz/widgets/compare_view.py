@@ -1,5 +1,6 @@
 """Several runs side by side (``msviz.compare``): their best so far on one plot, by trial or
-wall time, over the summary table."""
+wall time; for models their time-to-quality curves (:mod:`msviz.views.quality`); the summary
+table."""
 
 from __future__ import annotations
 
@@ -10,12 +11,19 @@ from typing import Any
 import ipywidgets as W
 
 from msviz.records import Run, open_work_dir
+from msviz.views.common import quiet_empty
 from msviz.views.compare import (
     CompareInfo,
     compare_figure,
     compare_info,
     run_names,
     summary_frame,
+)
+from msviz.views.quality import (
+    TimeToQualityInfo,
+    borrow_untuned,
+    run_quality_info,
+    time_to_quality_figure,
 )
 from msviz.widgets.common import figure_widget
 from msviz.widgets.plots import show_figure
@@ -43,14 +51,30 @@ class CompareView(W.VBox):
         self.figure = figure_widget()
         self.table = W.HTML(self.table_html())
         self.table.add_class("msviz-compare-table")
+        #: Each run's time-to-quality curve (models only; a stock run borrows the untuned
+        #: times another run measured for the same workloads).
+        self.quality_infos: list[TimeToQualityInfo] = []
+        self.quality = figure_widget()
+        self.quality_box = W.Box([self.quality], layout=W.Layout(display="none"))
+        self.quality_box.add_class("msviz-compare-quality")
+        if any(len(run.tasks) > 1 for run in self.runs.values()):
+            runs = list(self.runs.values())
+            with quiet_empty():
+                self.quality_infos = [run_quality_info(run, name=name, untuned_us=untuned)
+                                      for (name, run), untuned in zip(
+                                          self.runs.items(), borrow_untuned(runs), strict=True)]
+            self.quality_box.layout.display = None
         self.x_axis.observe(lambda _c: self.redraw(), names="value")
         self.redraw()
-        super().__init__([self.x_axis, self.figure, self.table])
+        super().__init__([self.x_axis, self.figure, self.quality_box, self.table])
         self.add_class("msviz-compare")
 
     def redraw(self) -> None:
         """Draw the plot against the chosen axis."""
         show_figure(self.figure, compare_figure(self.info, x=self.x_axis.value))
+        if self.quality_infos:
+            show_figure(self.quality, time_to_quality_figure(self.quality_infos,
+                                                             x=self.x_axis.value))
 
     def table_html(self) -> str:
         frame = summary_frame(self.info).reset_index()

@@ -19,6 +19,8 @@ from msviz.records.model_profile import recorded_model_profile
 from msviz.records.run import Run
 from msviz.records.sidecar import quarantine_of
 from msviz.views import failure_triage_info
+from msviz.views.common import quiet_empty
+from msviz.views.quality import events_quality_info, run_quality_info
 from msviz.views.quarantine import quarantine_info
 from msviz.views.tasks import tasks_info
 from msviz.widgets.adapter import UIAdapter
@@ -40,7 +42,7 @@ __all__ = ["Dashboard"]
 _REFRESH_KINDS = {"measured", "remeasured", "finished", "stopped", "failed", "started"}
 #: Events that change the Tasks tab (a model's tasks, the scheduler's picks, end to end).
 _MODEL_KINDS = {"tasks", "scheduled", "task_done", "end_to_end", "measured", "remeasured",
-                "model_profile"}
+                "model_profile", "untuned", "model_latency"}
 #: Which buttons each session state enables.
 _ENABLED = {
     "idle": {"start", "step_batch", "step_generation", "stop"},
@@ -382,7 +384,15 @@ class Dashboard(W.VBox):
             return
         self.tasks_view.update(tasks, self._trials(), scheduled=model["scheduled"],
                                end_to_end=model["end_to_end"], done=model["done"],
-                               model_profile=model["model_profile"])
+                               model_profile=model["model_profile"], quality=self._quality())
+
+    def _quality(self) -> Any:
+        """The time-to-quality curve: a session's events, a work dir's sidecar or logs."""
+        info = None
+        with self.tasks_view.error.guard(self.tasks_view, clear=False), quiet_empty():
+            info = (events_quality_info(self.session.events.snapshot())
+                    if self.session is not None else run_quality_info(self._run))
+        return info if info is not None and info.seconds else None
 
     def _model_best(self, trials: Any) -> str | None:
         """A model's headline: its estimated latency (sum of weight x best latency), not the

@@ -18,6 +18,7 @@ import ipywidgets as W
 import pandas as pd
 
 from msviz.views import model_profile as P
+from msviz.views import quality as Q
 from msviz.views import tasks as V
 from msviz.views.common import quiet_empty
 from msviz.widgets.common import ErrorArea, Selection, figure_widget
@@ -117,6 +118,12 @@ class TasksView(W.VBox):
         self.x_axis = W.ToggleButtons(options=[("by trial", "trial"), ("by wall time", "time")],
                                       value="trial", description="Model latency")
         self.latency = figure_widget()
+        #: The time-to-quality curve (estimated model latency after each batch, a task not
+        #: tuned yet at its untuned time): hidden until a session's or work dir's first point.
+        self.quality = figure_widget()
+        self.quality_box = W.Box([self.quality], layout=W.Layout(display="none"))
+        self.quality_box.add_class("msviz-time-to-quality")
+        self.quality_info: Q.TimeToQualityInfo | None = None
         self.task_trials = figure_widget()
         self.end_to_end = W.HTML()
         self.model_profile = W.HTML()
@@ -135,7 +142,8 @@ class TasksView(W.VBox):
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
         super().__init__([self.focus, self.table, self.end_to_end, self.model_profile_box,
-                          self.x_axis, self.latency, self.task_trials, self.error])
+                          self.x_axis, self.quality_box, self.latency, self.task_trials,
+                          self.error])
         self.add_class("msviz-tasks-view")
         self.update(tasks, trials)
 
@@ -143,9 +151,13 @@ class TasksView(W.VBox):
 
     def update(self, tasks: Any = None, trials: Any = None, *, scheduled: Any = None,
                end_to_end: Any = None, done: Iterable[int] = (),
-               model_profile: Any = None) -> None:
+               model_profile: Any = None, quality: Q.TimeToQualityInfo | None = None) -> None:
         """Redraw from new data; what is left out (None) keeps its last value.
-        ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event."""
+        ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event; ``quality``
+        the time-to-quality curve (:func:`msviz.views.quality.events_quality_info` of a
+        session, :func:`~msviz.views.quality.run_quality_info` of a work dir)."""
+        if quality is not None:
+            self.quality_info = quality
         data = self._data
         for key, value in (("tasks", tasks), ("trials", trials), ("scheduled", scheduled),
                            ("end_to_end", end_to_end), ("model_profile", model_profile)):
@@ -177,11 +189,16 @@ class TasksView(W.VBox):
         self._draw_figures()
 
     def update_from_events(self, events: Iterable[Any], trials: Any = None) -> None:
-        """Redraw from a session's events (all so far, or only the new ones)."""
+        """Redraw from a session's events (all so far, or only the new ones: the curve then
+        holds only theirs)."""
+        events = list(events)
         found = model_events(events)
+        with quiet_empty():
+            quality = Q.events_quality_info(events)
         self.update(found["tasks"], trials, scheduled=found["scheduled"],
                     end_to_end=found["end_to_end"], done=found["done"],
-                    model_profile=found["model_profile"])
+                    model_profile=found["model_profile"],
+                    quality=quality if quality.seconds else None)
 
     @property
     def task_count(self) -> int:
@@ -215,6 +232,12 @@ class TasksView(W.VBox):
             self.model_profile_box.layout.display = None
 
     def _draw_figures(self) -> None:
+        if self.quality_info is not None and self.quality_info.seconds:
+            with self.error.guard(self, clear=False):
+                # against wall time always: what the curve is for (the model latency plot
+                # below follows the trial / wall time buttons)
+                show_figure(self.quality, Q.time_to_quality_figure(self.quality_info))
+                self.quality_box.layout.display = None
         info = self.latency_info
         if info is None:
             return

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import tvm
 from tvm import relax
@@ -140,6 +141,59 @@ def test_the_end_to_end_check_is_stored_in_the_work_dir(tuned: Any) -> None:
     assert "<b>End to end</b>" in text and "outputs match" in text
 
 
+def test_time_to_quality_is_recorded_after_each_batch(tuned: Any) -> None:
+    """The ``model_latency`` sidecar lines (and events) against a recomputation from the
+    records: each task's best so far, batch by batch, a task not tuned yet at the untuned time
+    the ``untuned`` line holds; wall time with the pauses left out."""
+    import json
+
+    import msviz
+    from msviz.views.quality import events_quality_info, run_quality_info
+
+    session, _ = tuned
+    lines = [json.loads(x) for x in
+             (session.work_dir / "msviz_sidecar.jsonl").read_text().splitlines()]
+    (untuned_line,) = [x for x in lines if x["kind"] == "untuned"]
+    untuned = {t["name"]: t["untuned_us"] for t in untuned_line["tasks"]}
+    assert list(untuned) == [t.name for t in session.tasks]
+    assert all(v > 0 for v in untuned.values())
+    assert [t["error"] for t in untuned_line["tasks"]] == [None] * 4
+    started = session.events.of_kind("model_latency")[0]["started"]
+    points = [x for x in lines if x["kind"] == "model_latency" and x["started"] == started]
+    run = msviz.open(session.work_dir)
+    trials = run.trials.sort_values("line")
+    batches = list(trials.groupby(["task", "batch"], sort=False))  # in measuring order
+    assert len(points) == 1 + len(batches) == 1 + len(session.events.of_kind("measured"))
+    weights = {t.name: t.weight for t in session.tasks}
+    best: dict[str, float] = {}
+    expected = [sum(weights[n] * untuned[n] for n in weights)]
+    counts, stamps = [0], [None]
+    for (task, _), mine in batches:
+        ok = mine[mine["status"] == "ok"]["latency_us"]
+        if len(ok):
+            best[task] = min(best.get(task, np.inf), float(ok.min()))
+        expected.append(sum(weights[n] * best.get(n, untuned[n]) for n in weights))
+        counts.append(counts[-1] + len(mine))
+        stamps.append(pd.Timestamp(mine["timestamp"].max()))
+    np.testing.assert_allclose([p["estimate_us"] for p in points], expected, rtol=1e-9)
+    assert [p["trials"] for p in points] == counts
+    assert [p["untuned_tasks"] for p in points][:2] == [4, 3]
+    for point, stamp in zip(points, stamps, strict=True):
+        at = pd.Timestamp(point["timestamp"])
+        assert stamp is None or at >= stamp  # after the batch it follows
+        assert abs(point["elapsed"] + point["paused"] - (at.timestamp() - started)) < 0.01
+    assert points[-1]["paused"] > 0  # the session was paused twice, by batch steps
+    # the event curve, and the work dir's read back, are the sidecar's
+    live = events_quality_info(session.events.snapshot(), name="mlp")
+    np.testing.assert_allclose(live.estimate_us, expected, rtol=1e-9)
+    assert live.seconds == tuple(p["elapsed"] for p in points)
+    assert run_quality_info(run, name="mlp")._replace(source="session") == live
+    from msviz.report import render_report
+
+    text = render_report(run)
+    assert 'id="time-to-quality"' in text and "as the session recorded it" in text
+
+
 def test_resume_continues_every_task(tuned: Any) -> None:
     session, _ = tuned
     again = Session("mlp", work_dir=session.work_dir, resume=True, max_trials=14,
@@ -156,6 +210,20 @@ def test_resume_continues_every_task(tuned: Any) -> None:
                                                 "all gradients equal: random pick"}
     assert all(g is not None and g > 0 for g in scheduled[0]["gradients"])
     assert again.trials_done == 14
+    # the untuned times are the work dir's, not measured again
+    assert again.events.of_kind("untuned")[0]["tasks"] == \
+        session.events.of_kind("untuned")[0]["tasks"]
+    text = (session.work_dir / "msviz_sidecar.jsonl").read_text()
+    assert text.count('"kind":"untuned"') == 1
+    # the work dir's curve: the resumed session's points follow the first session's in time
+    import msviz
+    from msviz.views.quality import run_quality_info
+
+    info = run_quality_info(msviz.open(session.work_dir))
+    first, second = session.events.of_kind("model_latency"), again.events.of_kind("model_latency")
+    assert len(info.seconds) == len(first) + len(second)
+    assert info.seconds[len(first)] == first[-1]["elapsed"] + second[0]["elapsed"]
+    assert list(info.seconds) == sorted(info.seconds) and info.trials[-1] == 14
 
 
 def test_single_primfunc_also_emits_tasks_and_scheduled(tmp_path: Path) -> None:
