@@ -35,6 +35,7 @@ _ROW = re.compile(
     r"(?P<done>[^|]*)$"
 )
 _HEADER = re.compile(r"^\s*ID \|\s*Name \|")
+_HEADERS = re.compile(r"^[ \t]*ID \|[ \t]*Name \|", re.MULTILINE)
 _TOTAL_TRIALS = re.compile(r"^Total trials: (\d+)\s*$")
 _TOTAL_LATENCY = re.compile(r"^Total latency \(us\): (\S+)\s*$")
 #: The workload a per-task log prints first: from its ``# from tvm.script`` header up to the
@@ -106,14 +107,27 @@ def read_scheduler_table(logs_dir: Path) -> TaskTable:
     files = sorted(logs_dir.glob("*task_scheduler.log"))
     if not files:
         return TaskTable([], None, None)
+    text = files[0].read_text(errors="replace")
+    # a long run prints thousands of tables: read from the last header on (an earlier one only
+    # when the last has no row yet)
+    starts = [m.start() for m in _HEADERS.finditer(text)]
+    for start in reversed(starts):
+        table = _last_table(text[start:])
+        if table.rows:
+            return table
+    return _last_table(text) if not starts else TaskTable([], None, None)
+
+
+def _last_table(text: str) -> TaskTable:
+    """The last table with rows in ``text`` (the log from a header on) and its totals."""
     table = TaskTable([], None, None)
     current: list[LogTask] = []
     trials: int | None = None
-    for text in files[0].read_text(errors="replace").splitlines():
-        if _HEADER.match(text):
+    for line in text.splitlines():
+        if _HEADER.match(line):
             current, trials = [], None
             continue
-        match = _ROW.match(text)
+        match = _ROW.match(line)
         if match:
             current.append(
                 LogTask(
@@ -130,11 +144,11 @@ def read_scheduler_table(logs_dir: Path) -> TaskTable:
             )
             table = TaskTable(current, None, None)
             continue
-        total = _TOTAL_TRIALS.match(text)
+        total = _TOTAL_TRIALS.match(line)
         if total and current:
             trials = int(total.group(1))
             continue
-        latency = _TOTAL_LATENCY.match(text)
+        latency = _TOTAL_LATENCY.match(line)
         if latency and current:
             table = TaskTable(current, trials, _number(latency.group(1)))
     return table

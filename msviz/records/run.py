@@ -188,7 +188,7 @@ class Run:
                 self.work_dir / db_files.RECORD_FILE, len(self._workloads)
             )
             self.migration = migrate_on_read(self.work_dir, self._workloads, self._records,
-                                             given=migrate_workloads)
+                                             given=migrate_workloads, loaded=self._workload_mods)
             if self.migration is not None:
                 self._workloads, self._records = self.migration.workloads, self.migration.records
             self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
@@ -317,22 +317,39 @@ class Run:
     def _tie_logs_by_name(self, files: dict[int, log_files.TaskLog], used: set[int]
                           ) -> dict[int, int]:
         """Task id -> workload, for the per-task logs whose printed workload is in the
-        database (MetaSchedule's per-task logs start with it; msviz's may not)."""
+        database (MetaSchedule's per-task logs start with it; msviz's may not).
+
+        The log printed the workload with the same TVMScript printer: its text is compared
+        with each workload's printed text (milliseconds); only a log left over (another TVM's
+        printer) is parsed, which costs tenths of a second each, and only while a used
+        workload is left untied.
+        """
         if not files:
             return {}
-        by_hash = {entry.shash: w for w, entry in enumerate(self._workloads)
-                   if entry is not None and w in used}
+        scripts = {task_id: log_files.read_task_workload_script(log.path)
+                   for task_id, log in files.items()}
+        scripts = {task_id: text.strip() for task_id, text in scripts.items() if text}
+        if not scripts:
+            return {}
+        by_text = {self.workload_mod(w).script().strip(): w for w in sorted(used)}
         out: dict[int, int] = {}
-        for task_id, log in files.items():
-            script = log_files.read_task_workload_script(log.path)
-            if script is None:
+        for task_id, text in scripts.items():
+            w = by_text.get(text)
+            if w is not None and w not in out.values():
+                out[task_id] = w
+        by_hash = {self._workloads[w].shash: w for w in used  # type: ignore[union-attr]
+                   if w not in out.values() and self._workloads[w] is not None}
+        for task_id, text in scripts.items():
+            if not by_hash:
+                break
+            if task_id in out:
                 continue
             try:
-                shash = str(compat.structural_hash(compat.parse_script(script)))
+                shash = str(compat.structural_hash(compat.parse_script(text)))
             except Exception:  # a log printed by another TVM version: tie it by FLOP instead
                 continue
-            w = by_hash.get(shash)
-            if w is not None and w not in out.values():
+            w = by_hash.pop(shash, None)
+            if w is not None:
                 out[task_id] = w
         return out
 
