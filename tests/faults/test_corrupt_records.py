@@ -23,9 +23,13 @@ def _with_run_secs(line: str, secs: str) -> str:
     return line[:secs_start] + secs + line[target_start:]
 
 
-def _messages(caught: list[warnings.WarningMessage]) -> list[str]:
+def _open(work_dir: Path) -> tuple[msviz.Run, list[str]]:
+    """The run and the warnings opening it gave (each an MsvizWarning)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = msviz.open(work_dir)
     assert all(isinstance(w.message, msviz.MsvizWarning) for w in caught), caught
-    return [str(w.message) for w in caught]
+    return run, [str(w.message) for w in caught]
 
 
 @pytest.fixture
@@ -50,10 +54,8 @@ def test_bad_run_secs_and_nul_lines_are_skipped(gmm: Path) -> None:
     }
     path.write_text("\n".join([*lines, *bad.values(), lines[1]]) + "\n")
     bad_lines = list(range(len(lines) + 1, len(lines) + 1 + len(bad)))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        run = msviz.open(gmm)
-    assert _messages(caught) == [
+    run, said = _open(gmm)
+    assert said == [
         f"{path}: skipped {len(bad)} torn or corrupt record line(s) (line "
         f"{', '.join(map(str, bad_lines))}); the other lines were read"]
     # the rest, as our own parse of the original lines reads them
@@ -81,10 +83,8 @@ def test_the_least_time_a_record_may_hold(gmm: Path) -> None:
 def test_empty_workload_file_is_said_once(gmm: Path) -> None:
     records = len((gmm / RECORD_FILE).read_text().splitlines())
     (gmm / WORKLOAD_FILE).write_text("")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        run = msviz.open(gmm)
-    assert _messages(caught) == [
+    run, said = _open(gmm)
+    assert said == [
         f"{gmm / WORKLOAD_FILE} holds no workload (it is empty): none of the {records} record "
         f"line(s) of {gmm / RECORD_FILE} can be read"]
     assert len(run.trials) == 0 and len(run.tasks) == 0
