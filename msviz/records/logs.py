@@ -35,7 +35,9 @@ _ROW = re.compile(
     r"(?P<done>[^|]*)$"
 )
 _HEADER = re.compile(r"^\s*ID \|\s*Name \|")
-_HEADERS = re.compile(r"^[ \t]*ID \|[ \t]*Name \|", re.MULTILINE)
+#: What every trial line holds: found by this literal first (a search from each line start
+#: is slow on 100,000 lines), then the line is matched whole.
+_TRIAL_MARK = "] Trial #"
 _TOTAL_TRIALS = re.compile(r"^Total trials: (\d+)\s*$")
 _TOTAL_LATENCY = re.compile(r"^Total latency \(us\): (\S+)\s*$")
 #: The workload a per-task log prints first: from its ``# from tvm.script`` header up to the
@@ -109,13 +111,17 @@ def read_scheduler_table(logs_dir: Path) -> TaskTable:
         return TaskTable([], None, None)
     text = files[0].read_text(errors="replace")
     # a long run prints thousands of tables: read from the last header on (an earlier one only
-    # when the last has no row yet)
-    starts = [m.start() for m in _HEADERS.finditer(text)]
-    for start in reversed(starts):
-        table = _last_table(text[start:])
-        if table.rows:
-            return table
-    return _last_table(text) if not starts else TaskTable([], None, None)
+    # when the last has no row yet), found from the end of the text
+    end, found = len(text), False
+    while (at := text.rfind("Name |", 0, end)) >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = start
+        if _HEADER.match(text, start):
+            found = True
+            table = _last_table(text[start:])
+            if table.rows:
+                return table
+    return TaskTable([], None, None) if found else _last_table(text)
 
 
 def _last_table(text: str) -> TaskTable:
@@ -191,7 +197,17 @@ def read_task_trials(path: Path) -> list[LogTrial]:
     """The ``Trial #n`` entries of a task log. A failed trial's error text is the lines after
     its head, up to the next time-stamped line or the ``# from tvm.script`` dump."""
     text = path.read_text(errors="replace")
-    heads = list(_TRIAL_LINE.finditer(text))
+    heads = []
+    at, line_end = text.find(_TRIAL_MARK), -1
+    while at >= 0:
+        if at > line_end:  # one match per line, as a search line by line would give
+            start = text.rfind("\n", 0, at) + 1
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end < 0 else line_end
+            match = _TRIAL_LINE.match(text, start, line_end)
+            if match:
+                heads.append(match)
+        at = text.find(_TRIAL_MARK, at + 1)
     trials: list[LogTrial] = []
     for i, match in enumerate(heads):
         rest = match["rest"]
