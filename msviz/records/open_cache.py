@@ -11,6 +11,7 @@ input file's size, modification and change times and inode, and a checksum of th
 file's last megabyte (an append or an in-place edit changes it). A stale, unreadable or
 malformed cache is rebuilt, never trusted; a cache that cannot be written is skipped. What
 the user sees is the same either way (the warnings of the first read are given again).
+Parquet needs pyarrow (``msviz[parquet]``); without it nothing is cached.
 """
 
 from __future__ import annotations
