@@ -212,7 +212,8 @@ def replace_figure(widget: Any, fig: Any) -> None:
         shown = getattr(widget, "_msviz_layout", None)
         if shown is None:  # the widget holds its template alone: set the rest beside it
             # (assigning a whole layout would validate the template again: 100+ ms)
-            widget.layout.update(layout, overwrite=True)
+            widget.layout.update({k: v for k, v in layout.items() if k != "template"},
+                                 overwrite=True)
         elif shown != layout:
             # whole top-level settings (an axis, the annotations): what they leave out goes
             for key in dict.fromkeys([*shown, *layout]):
