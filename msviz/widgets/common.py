@@ -210,10 +210,8 @@ def replace_figure(widget: Any, fig: Any) -> None:
             widget.add_traces(list(fig.data))  # at once: 84 add_trace calls took 2x as long
         layout = fig.layout.to_plotly_json()
         shown = getattr(widget, "_msviz_layout", None)
-        if shown is None:  # the widget holds its template alone: set the rest beside it
-            # (assigning a whole layout would validate the template again: 100+ ms)
-            widget.layout.update({k: v for k, v in layout.items() if k != "template"},
-                                 overwrite=True)
+        if shown is None:
+            widget.layout = {**layout, "template": widget.layout.template}
         elif shown != layout:
             # whole top-level settings (an axis, the annotations): what they leave out goes
             for key in dict.fromkeys([*shown, *layout]):
