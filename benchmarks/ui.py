@@ -252,6 +252,7 @@ def step_report(wd: Path, shots: Path) -> None:
 
 
 def main() -> None:
+    global MODEL
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 and 10,000 records")
     parser.add_argument("--no-browser", action="store_true")
@@ -260,7 +261,6 @@ def main() -> None:
     parser.add_argument("--model", default=MODEL, help="the catalogue model (default resnet50)")
     parser.add_argument("--tasks", type=int, help="its first N tasks only (e.g. 18)")
     args = parser.parse_args()
-    global MODEL
     MODEL = args.model
     # JupyterLab's kernels import this checkout's msviz (not an installed one)
     os.environ["PYTHONPATH"] = os.pathsep.join(
