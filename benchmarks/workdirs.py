@@ -207,7 +207,8 @@ def _seed_model(seed: Path) -> dict:
 
 
 def make_model_work_dir(dest: Path, records: int, seed: Path, *, sidecar: bool = True,
-                        failed: float = 0.05, batch: int = 16, rng_seed: int = 0) -> Path:
+                        failed: float = 0.05, batch: int = 16, rng_seed: int = 0,
+                        tasks: int | None = None) -> Path:
     """Write a model's work dir of ``records`` records, as ``tune_relax`` (``sidecar=False``)
     or an msviz session (with its sidecar) leaves it, from a real tiny run of every task.
 
@@ -219,17 +220,21 @@ def make_model_work_dir(dest: Path, records: int, seed: Path, *, sidecar: bool =
     database files, every task's log (its seed log's head, then one entry per trial), the task
     scheduler log (its seed's head, then each pick, update and task table), and with
     ``sidecar`` msviz's sidecar (a trial line per record, a profile line per batch, the seed's
-    end-to-end check).
+    end-to-end check). A stock layout's task logs print their workload's TVMScript first, as
+    ``tune_relax`` does. ``tasks``: only the model's first ``tasks`` tasks.
     """
     from msviz.engine.task_scheduler.scheduler import format_task_table
 
     rng = random.Random(rng_seed)
     info = _seed_model(seed)
     table = info["table"]
+    if tasks is not None:
+        table = {i: row for i, row in table.items() if i < tasks}
     n_tasks = len(table)
     shutil.rmtree(dest, ignore_errors=True)
     (dest / "logs").mkdir(parents=True)
-    shutil.copy(seed / WORKLOAD_FILE, dest / WORKLOAD_FILE)
+    workload_lines = (seed / WORKLOAD_FILE).read_text().splitlines(keepends=True)[:n_tasks]
+    (dest / WORKLOAD_FILE).write_text("".join(workload_lines))
     wl = [max((row.weighted_latency_us or 0.0), 1e-3) for _, row in sorted(table.items())]
     share = [0.2 / n_tasks + 0.8 * w / sum(wl) for w in wl]
     counts = [0] * n_tasks
@@ -238,6 +243,8 @@ def make_model_work_dir(dest: Path, records: int, seed: Path, *, sidecar: bool =
     logs = {i: open(dest / "logs" / f"{LOG_PREFIX}task_{i}_{table[i].name}.log", "w")
             for i in table}
     for i, f in logs.items():
+        if not sidecar:
+            f.write(_stock_log_head(i, table[i].name, workload_lines[i]))
         f.write(info["heads"].get(i, ""))
     sched = open(dest / "logs" / f"{LOG_PREFIX}task_scheduler.log", "w")
     sched.write(info["scheduler_head"])
@@ -307,6 +314,16 @@ def make_model_work_dir(dest: Path, records: int, seed: Path, *, sidecar: bool =
                 side.write(json.dumps(entry, separators=(",", ":")) + "\n")
         side.close()
     return dest
+
+
+def _stock_log_head(i: int, name: str, workload_line: str) -> str:
+    """How ``tune_relax``'s task log starts: the task's name, then its workload as TVMScript."""
+    from msviz import compat
+
+    mod = compat.Workload.from_json(json.loads(workload_line)).mod
+    stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    head = f"{stamp} [INFO] [task_scheduler.cc:120] "
+    return f'{head}Initializing Task #{i}: "{name}"\n{head}\n{mod.script()}\n'
 
 
 def _log_trial(log: Any, clock: datetime, i: int, name: str, k: int, bad: bool, mean: float,

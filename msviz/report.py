@@ -132,8 +132,6 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
 def _quality_parts(run: Run, plotly_js: bool | str) -> list[str]:
     """Time to quality: the estimated model latency after each batch against wall time (a
     task not tuned yet at its untuned time); nothing when the work dir has no timed batch."""
-    import plotly.io as pio
-
     with quiet_empty():
         info = run_quality_info(run)
     if not info.seconds:
@@ -175,14 +173,15 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="note">{len(run.trials)} trials in {len(run.tasks)} task(s); generated '
         f"{datetime.datetime.now().isoformat(timespec='seconds')} by msviz.</p>",
-        "<h2>Tasks</h2>",
-        _table(task_table_info(run.tasks).frame, text_columns=("Name",)),
     ]
     info = best_so_far_info(run.trials)
     plotly_js: bool | str = True
-    if len(run.tasks) > 1 or end_to_end is not None:  # a model: its section comes first
-        parts += _model_section(run, end_to_end, plotly_js)
+    if len(run.tasks) > 1 or end_to_end is not None:  # a model: its section comes first,
+        parts += _model_section(run, end_to_end, plotly_js)  # with the task table (once)
         plotly_js = False
+    else:
+        parts += ["<h2>Tasks</h2>", _table(task_table_info(run.tasks).frame,
+                                           text_columns=("Name",))]
     # many tasks: one figure of a panel per task (WebGL once it holds many points), not a
     # figure per task (28 figures of 20,000 SVG points took 10 s to open)
     panels = len(run.tasks) >= SMALL_MULTIPLES_FROM

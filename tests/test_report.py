@@ -102,6 +102,8 @@ def test_report_model_section(stock_model_work_dir: Path) -> None:
     assert "Estimated model latency" in model and "Trials per task" in model
     assert "untuned 80.000 µs" in model and "speed-up 4.00x" in model and "matmul" in model
     assert text.count("plotly.js v") == 1
+    # the task table once: in the model section (no second, shorter one above it)
+    assert "<h2>Tasks</h2>" not in text and "<table" not in text[:text.index('<h2 id="model">')]
     plain = render_report(stock_model_work_dir)  # no end-to-end result: no such line
     assert '<h2 id="model">' in plain and "End to end" not in plain
 

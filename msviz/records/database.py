@@ -8,11 +8,15 @@ A trace is a few kilobytes; ``json.loads`` of every line costs ~0.4 ms, so 100,0
 take ~40 s. The reader therefore parses only the line's tail (``run_secs``, target, ``args_info``)
 and keeps the byte offset of each line; the trace is parsed when a trial is opened. A line that is
 torn (a crash mid-write) or corrupt is skipped, with one warning per file naming the lines.
+Corrupt: not a record's JSON, a NUL byte (a file pre-allocated or zeroed by a crash), a workload
+index the workload file does not hold, or ``run_secs`` that are not positive finite numbers of
+at least :data:`MIN_RUN_SECS` (a latency of ``-1`` or ``0`` would otherwise be the best).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import warnings
 from pathlib import Path
@@ -21,6 +25,7 @@ from typing import Any, NamedTuple
 from msviz.errors import MsvizWarning
 
 __all__ = [
+    "MIN_RUN_SECS",
     "RECORD_FILE",
     "WORKLOAD_FILE",
     "RecordColumns",
@@ -34,6 +39,9 @@ __all__ = [
 
 WORKLOAD_FILE = "database_workload.json"
 RECORD_FILE = "database_tuning_record.json"
+#: The least run time a record may hold: a nanosecond (no kernel launch is faster; a smaller
+#: value, zero or a negative one is a corrupt record, never a best).
+MIN_RUN_SECS = 1e-9
 
 
 class WorkloadLine(NamedTuple):
@@ -95,7 +103,14 @@ def _parse_run_secs(text: str) -> tuple[float, ...] | None:
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
     ):
         raise ValueError("run_secs is not a list of numbers")
-    return tuple(float(v) for v in values)
+    return _checked_run_secs(tuple(float(v) for v in values))
+
+
+def _checked_run_secs(values: tuple[float, ...]) -> tuple[float, ...]:
+    """``values`` if each is finite and at least :data:`MIN_RUN_SECS` (NaN fails too)."""
+    if not all(MIN_RUN_SECS <= v < math.inf for v in values):
+        raise ValueError("run_secs are not positive finite numbers")
+    return values
 
 
 _SPACE = b" \t\r"
@@ -144,7 +159,8 @@ class _LineParser:
                 raise ValueError("no run_secs")
             inner = buf[start + 1 : target_start - 1]
             # float() reads JSON numbers (and refuses true/false/strings): no JSON parse per line
-            run_secs = tuple(map(float, inner.split(b","))) if inner.strip() else ()
+            run_secs = (_checked_run_secs(tuple(map(float, inner.split(b","))))
+                        if inner.strip() else ())
         raw_target = buf[target_start + 1 : target_end + 1]
         target = self.targets.get(raw_target)
         if target is None:
@@ -202,6 +218,9 @@ def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
                 lo += 1
             if lo == hi:
                 continue
+            if buf.find(b"\0", lo, hi) >= 0:  # zeroed by a crash: never a record
+                bad.append(number)
+                continue
             try:
                 lines.append((number, start, *parser.parse(lo, hi)))
             except ValueError:
@@ -220,7 +239,14 @@ def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
         out.workload.append(workload)
         out.run_secs.append(run_secs)
         out.target.append(target)
-    if bad:
+    if bad and num_workloads == 0 and not out.line:
+        warnings.warn(
+            f"{path.parent / WORKLOAD_FILE} holds no workload (it is empty): none of the "
+            f"{len(bad)} record line(s) of {path} can be read",
+            MsvizWarning,
+            stacklevel=2,
+        )
+    elif bad:
         _warn_skipped(path, sorted(bad), "torn or corrupt record")
     return out
 

@@ -35,6 +35,9 @@ _ROW = re.compile(
     r"(?P<done>[^|]*)$"
 )
 _HEADER = re.compile(r"^\s*ID \|\s*Name \|")
+#: What every trial line holds: found by this literal first (a search from each line start
+#: is slow on 100,000 lines), then the line is matched whole.
+_TRIAL_MARK = "] Trial #"
 _TOTAL_TRIALS = re.compile(r"^Total trials: (\d+)\s*$")
 _TOTAL_LATENCY = re.compile(r"^Total latency \(us\): (\S+)\s*$")
 #: The workload a per-task log prints first: from its ``# from tvm.script`` header up to the
@@ -106,14 +109,31 @@ def read_scheduler_table(logs_dir: Path) -> TaskTable:
     files = sorted(logs_dir.glob("*task_scheduler.log"))
     if not files:
         return TaskTable([], None, None)
+    text = files[0].read_text(errors="replace")
+    # a long run prints thousands of tables: read from the last header on (an earlier one only
+    # when the last has no row yet), found from the end of the text
+    end, found = len(text), False
+    while (at := text.rfind("Name |", 0, end)) >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = start
+        if _HEADER.match(text, start):
+            found = True
+            table = _last_table(text[start:])
+            if table.rows:
+                return table
+    return TaskTable([], None, None) if found else _last_table(text)
+
+
+def _last_table(text: str) -> TaskTable:
+    """The last table with rows in ``text`` (the log from a header on) and its totals."""
     table = TaskTable([], None, None)
     current: list[LogTask] = []
     trials: int | None = None
-    for text in files[0].read_text(errors="replace").splitlines():
-        if _HEADER.match(text):
+    for line in text.splitlines():
+        if _HEADER.match(line):
             current, trials = [], None
             continue
-        match = _ROW.match(text)
+        match = _ROW.match(line)
         if match:
             current.append(
                 LogTask(
@@ -130,11 +150,11 @@ def read_scheduler_table(logs_dir: Path) -> TaskTable:
             )
             table = TaskTable(current, None, None)
             continue
-        total = _TOTAL_TRIALS.match(text)
+        total = _TOTAL_TRIALS.match(line)
         if total and current:
             trials = int(total.group(1))
             continue
-        latency = _TOTAL_LATENCY.match(text)
+        latency = _TOTAL_LATENCY.match(line)
         if latency and current:
             table = TaskTable(current, trials, _number(latency.group(1)))
     return table
@@ -177,7 +197,17 @@ def read_task_trials(path: Path) -> list[LogTrial]:
     """The ``Trial #n`` entries of a task log. A failed trial's error text is the lines after
     its head, up to the next time-stamped line or the ``# from tvm.script`` dump."""
     text = path.read_text(errors="replace")
-    heads = list(_TRIAL_LINE.finditer(text))
+    heads = []
+    at, line_end = text.find(_TRIAL_MARK), -1
+    while at >= 0:
+        if at > line_end:  # one match per line, as a search line by line would give
+            start = text.rfind("\n", 0, at) + 1
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end < 0 else line_end
+            match = _TRIAL_LINE.match(text, start, line_end)
+            if match:
+                heads.append(match)
+        at = text.find(_TRIAL_MARK, at + 1)
     trials: list[LogTrial] = []
     for i, match in enumerate(heads):
         rest = match["rest"]

@@ -90,9 +90,9 @@ def _has_old_traces(path: Path) -> bool:
         return _OLD_TRACE in f.readline(1 << 20)
 
 
-def _loads(entry: db_files.WorkloadLine) -> bool:
+def _loads(entry: db_files.WorkloadLine, w: int, loaded: dict[int, Any]) -> bool:
     try:
-        compat.Workload.from_json([entry.shash, entry.payload])
+        loaded[w] = compat.Workload.from_json([entry.shash, entry.payload]).mod
     except Exception:
         return False
     return True
@@ -139,7 +139,8 @@ def _args_signature(mod: Any) -> str:
 
 def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None],
                     records: db_files.RecordColumns, *,
-                    given: Mapping[int, Any] | None = None) -> Migration | None:
+                    given: Mapping[int, Any] | None = None,
+                    loaded: dict[int, Any] | None = None) -> Migration | None:
     """The migrated workloads and records of an old work dir; None if nothing is old.
 
     Parameters
@@ -151,6 +152,9 @@ def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None
     given : mapping, optional
         Workload line index (0-based) -> the workload (IRModule, PrimFunc, TVMScript or a
         catalogue name), for an old workload whose log is missing.
+    loaded : dict, optional
+        Filled with workload index -> IRModule for each workload that loads as it is (the
+        caller needs them too: each load costs milliseconds).
 
     Warns
     -----
@@ -159,7 +163,9 @@ def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None
     """
     record_path = work_dir / db_files.RECORD_FILE
     used = sorted(set(records.workload))
-    unreadable = [w for w in used if workloads[w] is not None and not _loads(workloads[w])]
+    loaded = {} if loaded is None else loaded
+    unreadable = [w for w in used
+                  if workloads[w] is not None and not _loads(workloads[w], w, loaded)]
     if not unreadable and not given and not _has_old_traces(record_path):
         return None
     migration = Migration(list(workloads), db_files.RecordColumns([], [], [], [], []))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from msviz import compat
@@ -193,7 +194,12 @@ def trials_frame(data: dict[str, list], index: Any = None) -> pd.DataFrame:
         elif column in ("trial", "task_trial", "workload", "line"):
             series = pd.Series(values, dtype="int64", index=index)
         elif column in _INT_COLUMNS:
-            series = pd.Series(values, dtype="Int64", index=index)
+            # no sidecar: all missing, built at once
+            if isinstance(values, list) and values.count(None) == len(values):
+                series = pd.Series(pd.arrays.IntegerArray(
+                    np.zeros(len(values), "int64"), np.ones(len(values), bool)), index=index)
+            else:
+                series = pd.Series(values, dtype="Int64", index=index)
         elif column == "logged_at":
             series = pd.Series(pd.to_datetime(values, format="%Y-%m-%d %H:%M:%S"),
                                index=index).astype("datetime64[ns]")

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import gc
 import math
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +16,11 @@ import pandas as pd
 
 from msviz import compat, hooks
 from msviz.check.schedule import check_schedule
-from msviz.errors import WorkDirError
+from msviz.errors import MsvizWarning, WorkDirError
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import export as trial_export
+from msviz.records import log_ties, open_cache
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.environment import environments
@@ -188,14 +190,18 @@ class Run:
         self._check_layout()
         with _no_cycle_collection():
             self._workloads = db_files.read_workloads(self.work_dir / db_files.WORKLOAD_FILE)
-            self._records = db_files.read_record_columns(
-                self.work_dir / db_files.RECORD_FILE, len(self._workloads)
-            )
-            self.migration = migrate_on_read(self.work_dir, self._workloads, self._records,
-                                             given=migrate_workloads)
-            if self.migration is not None:
-                self._workloads, self._records = self.migration.workloads, self.migration.records
-            self._task_names, self._flops, self._weights, self._log_trials = self._read_logs()
+            state, key = (None, None) if migrate_workloads else open_cache.load(self.work_dir)
+            if state is not None:
+                self._restore(state)
+            else:
+                with warnings.catch_warnings(record=True) as said:
+                    warnings.simplefilter("always")
+                    self._read(migrate_workloads)
+                for w in said:  # given again as they were, and kept for the next open
+                    warnings.warn(w.message, stacklevel=3)
+                if key is not None and self.migration is None:  # msviz's own said again
+                    open_cache.save(self.work_dir, key, self._state(
+                        [str(w.message) for w in said if isinstance(w.message, MsvizWarning)]))
             sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
             self.trials = self._build_trials(sidecar)
             checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
@@ -205,6 +211,34 @@ class Run:
             self._sidecar_other = sidecar.other
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
+
+    def _read(self, migrate_workloads: Any) -> None:
+        """Read the records and logs (migrated on read where they are old)."""
+        self._records = db_files.read_record_columns(
+            self.work_dir / db_files.RECORD_FILE, len(self._workloads)
+        )
+        self.migration = migrate_on_read(self.work_dir, self._workloads, self._records,
+                                         given=migrate_workloads, loaded=self._workload_mods)
+        if self.migration is not None:
+            self._workloads, self._records = self.migration.workloads, self.migration.records
+        self._task_names, self._flops, self._weights, log_trials = self._read_logs()
+        self._logged = log_ties.logged_per_record(self._records.workload, log_trials)
+
+    def _state(self, said: list[str]) -> open_cache.OpenState:
+        return open_cache.OpenState(
+            self._records, self._logged, self._task_names, self._flops, self._weights,
+            self._task_ids, self._done, self._task_rows, self.total_latency_us, said)
+
+    def _restore(self, state: open_cache.OpenState) -> None:
+        """What :meth:`_read` computed, from the cache (its warnings given again)."""
+        self._records, self._logged = state.records, state.logged
+        self._task_names, self._flops, self._weights = state.names, state.flops, state.weights
+        self._task_ids, self._done = state.task_ids, state.done
+        self._task_rows, self.total_latency_us = state.task_table, state.total_latency_us
+        self.task_table = pd.DataFrame([t._asdict() for t in self._task_rows],
+                                       columns=LOG_TASK_COLUMNS)
+        for message in state.warnings:
+            warnings.warn(message, MsvizWarning, stacklevel=4)
 
     def infer_design_spaces(self, rules: Any = None) -> pd.Series:
         """Each trial's design space where the records do not say it (a stock work dir), under
@@ -280,6 +314,7 @@ class Run:
                      else log_files.TaskTable([], None, None))
         table = scheduler.rows
         files = log_files.read_task_log_files(logs_dir) if logs_dir.is_dir() else {}
+        self._task_rows = table
         self.task_table = pd.DataFrame([t._asdict() for t in table], columns=LOG_TASK_COLUMNS)
         self.total_latency_us = scheduler.total_latency_us
         by_id = {t.id: t for t in table}
@@ -298,7 +333,9 @@ class Run:
             if task_id in files:
                 log_trials[w] = log_files.read_task_trials(files[task_id].path)
 
-        for task_id, w in self._tie_logs_by_name(files, set(used)).items():
+        ties = log_ties.tie_logs_by_script(files, set(used), self._workloads,
+                                            self.workload_mod)
+        for task_id, w in ties.items():
             row = by_id.get(task_id)
             tie(w, task_id, row.name if row else files[task_id].name, row.weight if row else None)
         unmatched = [t for t in table if t.id not in self._task_ids.values()]
@@ -318,45 +355,14 @@ class Run:
             tie(w, hit.id, hit.name, hit.weight)
         return names, flops, weights, log_trials
 
-    def _tie_logs_by_name(self, files: dict[int, log_files.TaskLog], used: set[int]
-                          ) -> dict[int, int]:
-        """Task id -> workload, for the per-task logs whose printed workload is in the
-        database (MetaSchedule's per-task logs start with it; msviz's may not)."""
-        if not files:
-            return {}
-        by_hash = {entry.shash: w for w, entry in enumerate(self._workloads)
-                   if entry is not None and w in used}
-        out: dict[int, int] = {}
-        for task_id, log in files.items():
-            script = log_files.read_task_workload_script(log.path)
-            if script is None:
-                continue
-            try:
-                shash = str(compat.structural_hash(compat.parse_script(script)))
-            except Exception:  # a log printed by another TVM version: tie it by FLOP instead
-                continue
-            w = by_hash.get(shash)
-            if w is not None and w not in out.values():
-                out[task_id] = w
-        return out
-
     # -- tables ---------------------------------------------------------------------------------
 
     def _build_trials(self, sidecar: Sidecar) -> pd.DataFrame:
         """Column by column: log entries and the sidecar's extras matched per record line."""
         records = self._records
         workloads, lines, run_secs = records.workload, records.line, records.run_secs
-        seen: dict[int, int] = {}
-        task_trial = []
-        for w in workloads:
-            k = seen.get(w, 0)
-            seen[w] = k + 1
-            task_trial.append(k)
-        # Log entries line up with a task's records only when the log covers exactly those records.
-        aligned = {
-            w: entries for w, entries in self._log_trials.items() if len(entries) == seen.get(w)
-        }
-        logged = [aligned[w][k] if w in aligned else None for w, k in zip(workloads, task_trial)]
+        task_trial = log_ties.task_trials(workloads)
+        logged = self._logged
         empty: dict = {}
         extras = [sidecar.trials.get(line, empty) for line in lines]
         kinds, errors = [], []
@@ -382,8 +388,9 @@ class Run:
             "line": lines,
             "logged_at": [entry.time if entry else None for entry in logged],
         }
-        for column in trial_row.SIDECAR_COLUMNS[:-1]:
-            data[column] = [extra.get(column) for extra in extras]
+        for column in trial_row.SIDECAR_COLUMNS[:-1]:  # a stock dir: no sidecar, no lookups
+            data[column] = ([extra.get(column) for extra in extras] if sidecar.trials
+                            else [None] * len(lines))
         data["timestamp"] = [trial_row.iso_timestamp(v) for v in data["timestamp"]]
         again = sidecar.remeasures
         data["remeasured_secs"] = [

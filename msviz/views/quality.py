@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from msviz.errors import MsvizWarning
 from msviz.records import quality as Q
+from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure
 
 __all__ = [
@@ -187,8 +188,6 @@ def time_to_quality_figure(infos: TimeToQualityInfo | Sequence[TimeToQualityInfo
                            x: str = "time", title: str = "Time to quality") -> Any:
     """Each run's estimated model latency against wall time (``x="time"``) or trials, a step
     line per run on a log latency axis."""
-    import plotly.graph_objects as go
-
     if x not in ("time", "trial"):
         raise ValueError(f"x must be 'time' or 'trial', got {x!r}")
     if isinstance(infos, TimeToQualityInfo):

@@ -2,17 +2,57 @@
 
 from __future__ import annotations
 
+import functools
 import html
+import importlib
+import importlib.util
 import re
+import sys
+import types
 from typing import Any
 
 import ipywidgets as W
 import traitlets
 
-from msviz.views._plotly_imports import go
+from msviz.views._plotly_imports import go, pio
 
 __all__ = ["ErrorArea", "ErrorGuard", "Selection", "code_html", "figure_widget", "layout_leaves",
            "replace_figure"]
+
+
+def defer_iri_grammars() -> None:
+    """Compile ``rfc3987_syntax``'s grammars when an IRI is first checked, not on import.
+
+    plotly's FigureWidget imports nbformat, which imports jsonschema, which imports
+    ``rfc3987_syntax`` (where installed) for its "iri" format check: that import compiles
+    lark grammars, 2-3 s before a kernel's first figure widget. A stand-in module loads the
+    real one on first use of any of its names, so every check still runs as before. Nothing
+    is done once jsonschema's formats or the module are loaded, or if it is not installed.
+    """
+    name = "rfc3987_syntax"
+    if name in sys.modules or "jsonschema._format" in sys.modules:
+        return
+    if importlib.util.find_spec(name) is None:
+        return
+    stand_in = types.ModuleType(name)
+
+    def real() -> Any:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        return importlib.import_module(name)
+
+    def is_valid_syntax(*args: Any, **kwargs: Any) -> Any:
+        return real().is_valid_syntax(*args, **kwargs)
+
+    def getattr_(attr: str) -> Any:
+        if attr.startswith("__"):  # the import machinery's probes (``__path__``...)
+            raise AttributeError(attr)
+        return getattr(real(), attr)
+
+    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    stand_in.__getattr__ = getattr_  # type: ignore[method-assign]
+    sys.modules[name] = stand_in
+
 
 #: The plotly template the widgets draw with (set once per figure widget, kept on updates).
 TEMPLATE = "plotly_white"
@@ -114,8 +154,21 @@ class ErrorGuard:
 
 
 def figure_widget() -> Any:
-    """An empty plotly FigureWidget styled with :data:`TEMPLATE`."""
-    return go.FigureWidget(layout={"template": TEMPLATE})
+    """An empty plotly FigureWidget styled with :data:`TEMPLATE`.
+
+    Constructed unvalidated: validating the template costs ~70 ms a widget (a dashboard has
+    a dozen); the template is the registered one's JSON, as validation would have made it.
+    Validation is on again after (an unvalidated figure would not send its later property
+    changes to the browser).
+    """
+    widget = go.FigureWidget(layout={"template": _template_json()}, _validate=False)
+    widget._validate = widget._layout_obj._validate = True
+    return widget
+
+
+@functools.cache
+def _template_json() -> dict:
+    return pio.templates[TEMPLATE].to_plotly_json()  # type: ignore[no-any-return]
 
 
 def layout_leaves(layout: dict, prefix: str = "") -> dict[str, Any]:

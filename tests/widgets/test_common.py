@@ -35,3 +35,31 @@ def test_guard_lets_interrupts_through() -> None:
     with pytest.raises(KeyboardInterrupt), area.guard(Probe()):
         raise KeyboardInterrupt
     assert area.value == ""
+
+
+def test_figure_widget_draws_as_a_validated_one() -> None:
+    """A figure widget built without validating its template, then shown two figures, holds
+    what a validated plotly_white widget assigned the same figures the plain way holds."""
+    import plotly.graph_objects as go
+
+    from msviz.widgets.common import figure_widget, replace_figure
+
+    figs = [go.Figure(go.Scatter(x=[1, 2], y=[3, 4]),
+                      layout={"title": {"text": "a"}, "xaxis": {"type": "log"}}),
+            go.Figure(go.Bar(x=["p", "q"], y=[1, 2]), layout={"title": {"text": "b"}})]
+    widget = figure_widget()
+    reference = go.FigureWidget(layout={"template": "plotly_white"})
+    for fig in figs:
+        replace_figure(widget, fig)
+        with reference.batch_update():
+            reference.data = ()
+            reference.add_traces(list(fig.data))
+            reference.layout = {**fig.layout.to_plotly_json(),
+                                "template": reference.layout.template}
+        # (a setting the new figure leaves out stays as an empty dict: the same drawing)
+        assert {k: v for k, v in widget._layout.items() if v != {}} == reference._layout
+        assert [{k: v for k, v in t.items() if k != "uid"} for t in widget._data] == \
+            [{k: v for k, v in t.items() if k != "uid"} for t in reference._data]
+    assert widget.layout.template.layout.plot_bgcolor == "white"
+    with pytest.raises(ValueError):  # validation is on again once built
+        widget.layout.title = {"no_such_property": 1}

@@ -234,21 +234,15 @@ class EvolutionarySearch:
         return self.task_samples < self.knobs.cost_model_task_warmup
 
     def ranks_in_warmup(self) -> bool:
-        """True when a task warm-up generation ranks its fresh samples with the cost model
-        (``knobs.task_warmup_ranked``, and the shared model is trained, on other tasks'
-        samples or this task's first ones), instead of picking at random."""
-        return self.knobs.task_warmup_ranked and not self._model_untrained()
+        """True when a task warm-up ranks its fresh samples with the trained cost model
+        (``knobs.task_warmup_ranked``) instead of picking at random."""
+        return self.knobs.task_warmup_ranked and not self._untrained(model_only=True)
 
-    def _untrained(self) -> bool:
+    def _untrained(self, model_only: bool = False) -> bool:
         """True while an ``XGBModel`` would answer with numpy's *global* random numbers, or
-        the search is in a task warm-up that does not rank (the model's scores are not
-        used)."""
-        if self.in_task_warmup() and not self.knobs.task_warmup_ranked:
+        (unless ``model_only``) an unranked task warm-up ignores the model's scores."""
+        if not model_only and self.in_task_warmup() and not self.knobs.task_warmup_ranked:
             return True
-        return self._model_untrained()
-
-    def _model_untrained(self) -> bool:
-        """True while an ``XGBModel`` has no booster or is in its own sample warm-up."""
         model = self.cost_model
         if not isinstance(model, compat.ms.cost_model.XGBModel):
             return False

@@ -1,0 +1,174 @@
+"""What opening a large work dir computed, kept so that the next open skips it.
+
+Reading 100,000 records and their logs costs seconds; the result (the records' columns, each
+record's log entry, task names, FLOPs, weights, the task table, and the warnings the reading
+gave) is written as one Parquet file to msviz's cache folder (``$MSVIZ_CACHE_DIR``, else
+``$XDG_CACHE_HOME/msviz``, else ``~/.cache/msviz``), not into the work dir: opening never
+changes a work dir (bundles and digests of it stay the same, a read-only one works).
+
+The cache is used only while it describes the files as they are now: the key holds each
+input file's size, modification and change times and inode, and a checksum of the record
+file's last megabyte (an append or an in-place edit changes it). A stale, unreadable or
+malformed cache is rebuilt, never trusted; a cache that cannot be written is skipped. What
+the user sees is the same either way (the warnings of the first read are given again).
+Parquet needs pyarrow (``msviz[parquet]``); without it nothing is cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zlib
+from pathlib import Path
+from typing import NamedTuple
+
+from msviz.records import database as db_files
+from msviz.records import logs as log_files
+
+__all__ = ["MIN_CACHED_BYTES", "OpenState", "cache_path", "load", "save"]
+
+#: Record files smaller than this open fast enough read directly (and are not cached).
+MIN_CACHED_BYTES = 4 << 20
+#: Bumped when what the cache holds changes.
+FORMAT = 1
+_TAIL = 1 << 20
+
+
+class OpenState(NamedTuple):
+    """What :class:`msviz.records.run.Run` computes from the records and the logs."""
+
+    records: db_files.RecordColumns
+    logged: list[log_files.LogTrial | None]  # each record's log entry, where logs align
+    names: dict[int, str]
+    flops: dict[int, float]
+    weights: dict[int, float]
+    task_ids: dict[int, int]
+    done: dict[int, bool]
+    task_table: list[log_files.LogTask]
+    total_latency_us: float | None
+    warnings: list[str]  # the messages reading gave (MsvizWarning)
+
+
+def _cache_dir() -> Path:
+    given = os.environ.get("MSVIZ_CACHE_DIR")
+    if given:
+        return Path(given)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "msviz"
+
+
+def cache_path(work_dir: Path) -> Path:
+    """Where the cache of ``work_dir`` lives (named by its absolute path)."""
+    name = hashlib.sha256(str(work_dir.resolve()).encode()).hexdigest()[:24]
+    return _cache_dir() / f"open-{name}.parquet"
+
+
+def _key(work_dir: Path) -> str | None:
+    """The state of the input files, as text; None when the records are too few to cache."""
+    records = work_dir / db_files.RECORD_FILE
+    stat = records.stat()
+    if stat.st_size < MIN_CACHED_BYTES:
+        return None
+    files = [records, work_dir / db_files.WORKLOAD_FILE]
+    logs = work_dir / "logs"
+    if logs.is_dir():
+        files += sorted(p for p in logs.glob("*.log") if p.is_file())
+    stats = []
+    for path in files:
+        s = path.stat()
+        stats.append([path.name, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino])
+    with open(records, "rb") as f:
+        f.seek(max(0, stat.st_size - _TAIL))
+        tail = zlib.crc32(f.read(_TAIL))
+    return json.dumps({"format": FORMAT, "work_dir": str(work_dir.resolve()), "files": stats,
+                       "tail_crc32": tail}, sort_keys=True)
+
+
+def load(work_dir: Path) -> tuple[OpenState | None, str | None]:
+    """(the cached state, or None if there is no valid one; the key to save a new one under,
+    or None if this work dir is not cached)."""
+    try:
+        key = _key(work_dir)
+    except OSError:
+        return None, None
+    if key is None:
+        return None, None
+    path = cache_path(work_dir)
+    if not path.is_file():
+        return None, key
+    try:
+        return _read(path, key), key
+    except Exception:  # unreadable or malformed: rebuilt by the caller
+        return None, key
+
+
+def _read(path: Path, key: str) -> OpenState | None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = table.schema.metadata or {}
+    if meta.get(b"msviz_key", b"").decode() != key:
+        return None
+    info = json.loads(meta[b"msviz_state"])
+    cols = table.to_pydict()
+    n = len(cols["line"])
+    if any(len(values) != n for values in cols.values()):
+        return None
+    run_secs = [None if v is None else tuple(v) for v in cols["run_secs"]]
+    records = db_files.RecordColumns(cols["line"], cols["offset"], cols["workload"], run_secs,
+                                     cols["target"])
+    logged = [None if t is None else log_files.LogTrial(t, time, kind, error)
+              for t, time, kind, error in zip(cols["log_trial"], cols["log_time"],
+                                              cols["log_error_kind"], cols["log_error"])]
+
+    def by_workload(values: dict) -> dict:
+        return {int(w): v for w, v in values.items()}
+
+    return OpenState(records, logged, by_workload(info["names"]), by_workload(info["flops"]),
+                     by_workload(info["weights"]), by_workload(info["task_ids"]),
+                     by_workload(info["done"]),
+                     [log_files.LogTask(*row) for row in info["task_table"]],
+                     info["total_latency_us"], list(info["warnings"]))
+
+
+def save(work_dir: Path, key: str, state: OpenState) -> None:
+    """Write ``state`` under ``key`` (atomically); a cache that cannot be written is skipped."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return
+    records, logged = state.records, state.logged
+    columns = {
+        "line": pa.array(records.line, pa.int64()),
+        "offset": pa.array(records.offset, pa.int64()),
+        "workload": pa.array(records.workload, pa.int64()),
+        "run_secs": pa.array([None if s is None else list(s) for s in records.run_secs],
+                             pa.list_(pa.float64())),
+        "target": pa.array(records.target, pa.string()).dictionary_encode(),
+        "log_trial": pa.array([e and e.trial for e in logged], pa.int64()),
+        "log_time": pa.array([e and e.time for e in logged], pa.string()),
+        "log_error_kind": pa.array([e and e.error_kind for e in logged], pa.string()),
+        "log_error": pa.array([e and e.error for e in logged], pa.string()),
+    }
+    info = {"names": state.names, "flops": state.flops, "weights": state.weights,
+            "task_ids": state.task_ids, "done": state.done,
+            "task_table": [list(row) for row in state.task_table],
+            "total_latency_us": state.total_latency_us, "warnings": state.warnings}
+    table = pa.table(columns).replace_schema_metadata(
+        {"msviz_key": key, "msviz_state": json.dumps(info)})
+    path = cache_path(work_dir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".open-", suffix=".tmp")
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError:
+        return
