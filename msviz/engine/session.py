@@ -113,8 +113,8 @@ class Session:
         Search knobs overriding the preset: ``population_size``, ``init_measured_ratio``,
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,
         ``genetic_mutate_prob``, ``genetic_max_fail_count``, ``eps_greedy``,
-        ``cost_model_warmup``, ``cost_model_task_warmup``, ``skip_db_measured``,
-        ``eps_greedy_at_least_one``. Unknown names raise TypeError.
+        ``cost_model_warmup``, ``cost_model_task_warmup``, ``task_warmup_ranked``,
+        ``skip_db_measured``, ``eps_greedy_at_least_one``. Unknown names raise TypeError.
     """
 
     def __init__(self, workload: Any, *, target: Any = "llvm", work_dir: str | Path | None = None,

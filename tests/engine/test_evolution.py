@@ -24,8 +24,10 @@ def test_stock_preset_equals_metaschedule_defaults() -> None:
     assert knobs.skip_db_measured is False
     assert knobs.eps_greedy_at_least_one is False
     assert knobs.cost_model_task_warmup == 0  # stock has no task warm-up
+    assert knobs.task_warmup_ranked is False
     assert PRESETS["msviz"] == {"cost_model_warmup": 0, "cost_model_task_warmup": 16,
-                                "skip_db_measured": True, "eps_greedy_at_least_one": True}
+                                "task_warmup_ranked": True, "skip_db_measured": True,
+                                "eps_greedy_at_least_one": True}
 
 
 @pytest.mark.parametrize("name", ["init_measured_ratio", "genetic_mutate_prob", "eps_greedy"])
