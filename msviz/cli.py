@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 import warnings
@@ -497,8 +498,10 @@ def main(argv: list[str] | None = None) -> int:
         warnings.formatwarning = lambda m, c, *a, **k: f"warning: {m}\n"  # type: ignore[assignment]
         try:
             return int(args.func(args) or 0)
-        except (MsvizError, ValueError, TypeError, OSError) as err:  # the user's input: no trace
-            print(f"msviz: error: {err}", file=sys.stderr)
+        except (MsvizError, ValueError, OSError) as err:  # the user's input: no traceback
+            if os.environ.get("MSVIZ_TRACEBACK"):
+                raise
+            print(f"msviz: error: {err} (MSVIZ_TRACEBACK=1 shows where)", file=sys.stderr)
             return 2
 
 
