@@ -80,8 +80,10 @@ def test_profile_events_rows_and_the_work_dir_agree(profiled: Any) -> None:
     batches = sorted({r["batch"] for r in rows if r["batch"] is not None})
     measured = [e["batch"] for e in profiled.events.of_kind("measured")]
     assert batches == measured  # one profile event per batch, with its row
-    # 32 trials 16 a batch: setting up, batches 0 and 1, the end
-    assert [r["batch"] for r in rows] == [None, 0, 1, None]
+    # setting up, each batch in order, the end: 32 trials of at most 16 a batch (two batches,
+    # or three where the tiny population of 16 finds only 15 new schedules for the second)
+    assert [r["batch"] for r in rows] == [None, *range(len(measured)), None]
+    assert len(measured) in (2, 3) and len(profiled.trials) == 32
     for row in rows:
         assert sum(row["stages"].values()) == pytest.approx(row["wall"], rel=1e-9)
     # the frame by hand: a line per (row, stage), in the rows' order
