@@ -96,19 +96,20 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
     """The model: the per-task table, the estimated model latency and trials per task over the
     run, and the end-to-end result when there is one."""
 
-    info = model_views.tasks_info(run.tasks, run.trials)
+    untuned = model_views.untuned_times(run=run)
+    info = model_views.tasks_info(run.tasks, run.trials, untuned_us=untuned)
     frame = info.frame.drop(columns=["Gradient", "Next"])
     frame["Done"] = ["Y" if v else "" for v in frame["Done"]]
     frame["FLOP"] = [f"{v:,.0f}" if v == v else "?" for v in frame["FLOP"]]
-    total = ("unknown until every task has a successful trial" if info.total_latency_us is None
-             else f"{info.total_latency_us:.4f}")
+    total = model_views.total_text(info, unit=" µs")
     parts = ['<h2 id="model">Model</h2>',
              f'<p class="note">{len(frame)} tasks; estimated model latency (sum of weight x '
-             f"best latency): {html.escape(total)} µs"
+             f"best latency, a task not tuned yet at its untuned time): {html.escape(total)}"
              + ("" if getattr(run, "total_latency_us", None) is None else
                 f"; MetaSchedule's log says {run.total_latency_us:.4f} µs") + ".</p>",
              _table(frame, text_columns=("Name",))]
-    latency = model_views.model_latency_info(run.tasks, run.trials, end_to_end)
+    latency = model_views.model_latency_info(run.tasks, run.trials, end_to_end,
+                                             untuned_us=untuned)
     quality = _quality_parts(run, plotly_js)
     plotly_js = plotly_js if not quality else False
     parts += quality

@@ -35,7 +35,7 @@ from msviz.errors import MsvizWarning
 
 __all__ = [
     "QUALITY_KIND", "UNTUNED_KIND", "QualityBatch", "log_batches", "model_estimate",
-    "recorded_points", "recorded_untuned", "run_batches", "scheduler_log_of",
+    "recorded_points", "recorded_untuned", "run_untuned", "run_batches", "scheduler_log_of",
     "sidecar_batches", "weights_of",
 ]
 
@@ -95,6 +95,12 @@ def recorded_untuned(other: Iterable[Mapping[str, Any]]) -> dict[str, float | No
     if not lines:
         return {}
     return {str(t["name"]): t.get("untuned_us") for t in lines[-1].get("tasks") or ()}
+
+
+def run_untuned(run: Any) -> dict[str, float | None]:
+    """The untuned times a work dir's sidecar recorded (``Run``'s; {} for a stock work dir or a
+    live run)."""
+    return recorded_untuned(getattr(run, "_sidecar_other", None) or [])
 
 
 def _stamp(text: str) -> datetime | None:

@@ -164,16 +164,28 @@ def run_quality_info(run: Any, *, name: str | None = None,
 
 def borrow_untuned(runs: Sequence[Any]) -> list[dict[str, float]]:
     """For each run, the untuned times (task name -> µs) that any of ``runs`` recorded for
-    the same workload (by structural hash: stock and msviz may name a task differently)."""
+    the same workload (by structural hash: stock and msviz may name a task differently).
+
+    A task no trial of a run reached has no workload in that run's database: it is matched by
+    name (the runs tune the same model, whose extraction names its tasks)."""
     by_key: dict[str, float] = {}
+    by_name: dict[str, float] = {}
     for run in runs:
         mine = Q.recorded_untuned(getattr(run, "_sidecar_other", None) or [])
+        for name, value in mine.items():
+            if value is not None:
+                by_name.setdefault(name, float(value))
         for name, w in zip(run.tasks["task"], run.tasks["workload"]):
             if mine.get(str(name)) is not None:
                 by_key.setdefault(run.workload_key(int(w)), float(mine[str(name)]))
-    return [{str(name): by_key[run.workload_key(int(w))]
-             for name, w in zip(run.tasks["task"], run.tasks["workload"])
-             if run.workload_key(int(w)) in by_key} for run in runs]
+    out = []
+    for run in runs:
+        stored = {str(name): run.workload_key(int(w))
+                  for name, w in zip(run.tasks["task"], run.tasks["workload"])}
+        mine = {name: by_key[key] for name, key in stored.items() if key in by_key}
+        mine.update({name: value for name, value in by_name.items() if name not in stored})
+        out.append(mine)
+    return out
 
 
 def time_to_reach(info: TimeToQualityInfo, target_us: float) -> float | None:

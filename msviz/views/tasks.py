@@ -7,9 +7,13 @@ the trials table, the gradients and the next pick from the scheduler's last ``sc
 event, the end-to-end result from an ``end_to_end`` event.
 
 The estimated model latency is MetaSchedule's "Total latency": the sum over tasks of
-weight x best latency. It is **unknown until every task has a successful trial**: a task
-without one has no latency to add, and leaving it out would make the model look faster than
-any build of it can be. ``ModelLatencyInfo.known_from`` says from which trial it is known.
+weight x best latency. A task without a successful trial counts at its *untuned* time when one
+is known (an msviz session times each task's unscheduled PrimFunc at its start: the ``untuned``
+event and sidecar line), as the time-to-quality curve counts it
+(:func:`msviz.records.quality.model_estimate`); with neither, the estimate is **unknown**:
+leaving the task out would make the model look faster than any build of it can be.
+``ModelLatencyInfo.known_from`` says from which trial it is known, ``TasksInfo.untuned_tasks``
+how many tasks it still counts at their untuned time.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from msviz.errors import MsvizWarning
+from msviz.records import quality as Q
 from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure, step_points
 from msviz.views.history import SMALL_MULTIPLES_FROM, trial_seconds
@@ -40,6 +45,8 @@ __all__ = [
     "model_latency_info",
     "task_trials_figure",
     "tasks_info",
+    "total_text",
+    "untuned_times",
 ]
 
 #: The columns of :attr:`TasksInfo.frame` (index: ``ID``), MetaSchedule's table plus the
@@ -57,7 +64,8 @@ class TasksInfo(NamedTuple):
     next_pick: int | None  # the task the last ``scheduled`` event picked
     scheduler: str | None  # "gradient" | "round-robin"
     reason: str | None  # why it picked that task
-    total_latency_us: float | None  # sum of weighted latencies; None until every task has one
+    total_latency_us: float | None  # weight x (best, else untuned) summed; None: some has neither
+    untuned_tasks: int = 0  # tasks counted at their untuned time in the total
 
 
 class TaskTrials(NamedTuple):
@@ -87,7 +95,7 @@ class ModelLatencyInfo(NamedTuple):
     trial: tuple[int, ...]  # 0-based trial number
     seconds: tuple[float, ...]  # wall time since the first trial (NaN if unknown)
     latency_us: tuple[float, ...]  # estimated model latency after that trial (NaN: unknown)
-    known_from: int | None  # the first trial after which every task had a latency
+    known_from: int | None  # the first trial after which every task had a latency (or untuned)
     tasks: tuple[TaskTrials, ...]
     end_to_end: EndToEndInfo | None
 
@@ -153,8 +161,29 @@ def _per_task(scheduled: Any, key: str, n: int) -> list:
     return values + [None] * (n - len(values)) if len(values) <= n else values[:n]
 
 
+def total_text(info: TasksInfo, digits: int = 4, unit: str = "") -> str:
+    """The total as the table, the report and the progress line say it: the number and
+    ``unit`` (with how many tasks are counted untuned), or why it is unknown."""
+    if info.total_latency_us is None:
+        return "unknown until every task has a successful trial or an untuned time"
+    text = f"{info.total_latency_us:.{digits}f}{unit}"
+    if info.untuned_tasks:
+        text += (f" ({info.untuned_tasks} task{'s' if info.untuned_tasks > 1 else ''} at "
+                 "the untuned time)")
+    return text
+
+
+def untuned_times(untuned: Any = None, run: Any = None) -> dict[str, float | None]:
+    """Each task's untuned time (µs) from a session's ``untuned`` event (or its data), else a
+    work dir's sidecar (``run``, a ``Run``); {} when neither holds one."""
+    if untuned is not None:
+        return {str(t["name"]): t.get("untuned_us") for t in _get(untuned, "tasks") or ()}
+    return Q.run_untuned(run) if run is not None else {}
+
+
 def tasks_info(tasks: Any, trials: pd.DataFrame | None, scheduled: Any = None, *,
-               done: Iterable[int] = ()) -> TasksInfo:
+               done: Iterable[int] = (), untuned_us: Mapping[str, float | None] | None = None
+               ) -> TasksInfo:
     """MetaSchedule's per-task table, with the scheduler's gradient per task and its next pick.
 
     Parameters
@@ -167,6 +196,9 @@ def tasks_info(tasks: Any, trials: pd.DataFrame | None, scheduled: Any = None, *
         The scheduler's last ``scheduled`` event: gradients, pick, reason, done flags.
     done : iterable of int
         Indexes of tasks a ``task_done`` event ended.
+    untuned_us : mapping of str to float, optional
+        Task name -> untuned time (µs): a task without a successful trial counts at it in
+        the total (:func:`untuned_times` reads them).
 
     Returns
     -------
@@ -203,9 +235,11 @@ def tasks_info(tasks: Any, trials: pd.DataFrame | None, scheduled: Any = None, *
             "Gradient": math.nan if gradient is None else gradient, "Next": t.index == pick,
         })
     frame = pd.DataFrame(rows, columns=["ID", *TASK_TABLE_COLUMNS]).set_index("ID")
-    weighted = frame["Weighted Latency (us)"]
-    total = float(weighted.sum()) if n and weighted.notna().all() else None
-    return TasksInfo(frame, pick, _get(scheduled, "scheduler"), _get(scheduled, "reason"), total)
+    total, untuned = Q.model_estimate({t.name: t.weight for t in listed}, best,
+                                      dict(untuned_us or {}))
+    known = bool(n) and math.isfinite(total)
+    return TasksInfo(frame, pick, _get(scheduled, "scheduler"), _get(scheduled, "reason"),
+                     total if known else None, untuned if known else 0)
 
 
 def end_to_end_info(event: Any) -> EndToEndInfo:
@@ -219,8 +253,8 @@ def end_to_end_info(event: Any) -> EndToEndInfo:
         tuple(str(n) for n in _get(event, "fallback") or ()), _get(event, "error"))
 
 
-def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
-                       ) -> ModelLatencyInfo:
+def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None, *,
+                       untuned_us: Mapping[str, float | None] | None = None) -> ModelLatencyInfo:
     """The estimated model latency (sum of weight x best latency) after each trial.
 
     Parameters
@@ -231,11 +265,14 @@ def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
         ``Run.trials`` / ``Session.trials`` in measuring order.
     end_to_end : Event | dict, optional
         The last ``end_to_end`` event.
+    untuned_us : mapping of str to float, optional
+        Task name -> untuned time (µs), counted until the task has a successful trial.
 
     Returns
     -------
     info : ModelLatencyInfo
-        ``latency_us`` is NaN until every task has a successful trial (see the module doc).
+        ``latency_us`` is NaN until every task has a successful trial or an untuned time (see
+        the module doc).
     """
     listed = _tasks(tasks)
     e2e = None if end_to_end is None else end_to_end_info(end_to_end)
@@ -256,6 +293,11 @@ def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None
     mine = codes >= 0
     best[np.flatnonzero(mine), codes[mine]] = latency[mine]
     best = np.fmin.accumulate(best, axis=0)  # NaN (a failure) never replaces a best
+    for j, name in enumerate(names):  # untried: its untuned time, if known
+        base = (untuned_us or {}).get(name)
+        if base is not None and math.isfinite(base):
+            column = best[:, j]
+            column[np.isnan(column)] = base
     estimate = np.zeros(len(trials))
     for j, name in enumerate(names):  # summed in the tasks' order, as MetaSchedule sums
         estimate += weights[name] * best[:, j]
@@ -294,7 +336,8 @@ def model_latency_figure(info: ModelLatencyInfo, *, x: str = "trial") -> Any:
     latency = np.array(info.latency_us, dtype=float)
     known = ~np.isnan(latency)
     if not known.any():
-        return note_figure(fig, "unknown until every task has a successful trial")
+        return note_figure(fig, "unknown until every task has a successful trial or an "
+                                "untuned time")
     # only where the estimate steps (it changes with a task's new best: a few hundred points
     # of 20,000 trials); markers there, on the steps
     at = np.flatnonzero(known)[step_points(latency[known])]

@@ -22,7 +22,7 @@ from msviz.views import failure_triage_info
 from msviz.views.common import quiet_empty
 from msviz.views.quality import events_quality_info, run_quality_info
 from msviz.views.quarantine import quarantine_info
-from msviz.views.tasks import tasks_info
+from msviz.views.tasks import tasks_info, total_text, untuned_times
 from msviz.widgets.adapter import UIAdapter
 from msviz.widgets.code_view import CodeView
 from msviz.widgets.common import ErrorArea, Selection
@@ -355,7 +355,7 @@ class Dashboard(W.VBox):
 
     def _take_model_events(self, events: list) -> None:
         found = model_events(events)
-        for kind in ("tasks", "scheduled", "end_to_end", "model_profile"):
+        for kind in ("tasks", "scheduled", "end_to_end", "model_profile", "untuned"):
             if found[kind] is not None:
                 self._model[kind] = found[kind]
         self._model["done"] |= found["done"]
@@ -384,7 +384,13 @@ class Dashboard(W.VBox):
             return
         self.tasks_view.update(tasks, self._trials(), scheduled=model["scheduled"],
                                end_to_end=model["end_to_end"], done=model["done"],
-                               model_profile=model["model_profile"], quality=self._quality())
+                               model_profile=model["model_profile"], quality=self._quality(),
+                               untuned=self._untuned())
+
+    def _untuned(self) -> dict:
+        """Each task's untuned time: the session's ``untuned`` event, else the work dir's."""
+        return untuned_times(self._model["untuned"],
+                             self._run if self._model["untuned"] is None else None)
 
     def _quality(self) -> Any:
         """The time-to-quality curve: a session's events, a work dir's sidecar or logs."""
@@ -402,11 +408,12 @@ class Dashboard(W.VBox):
 
         tasks = self._model["tasks"] if self._model["tasks"] is not None else self._tasks()
         try:
-            total = tasks_info(tasks, trials).total_latency_us
+            info = tasks_info(tasks, trials, untuned_us=self._untuned())
         except ValueError:
             return None
-        return "model est. " + ("unknown (a task has no successful trial yet)" if total is None
-                                else f"{total:.3f} µs")
+        if info.total_latency_us is None:
+            return "model est. unknown (a task has no successful trial yet)"
+        return f"model est. {total_text(info, 3, ' µs')}"
 
     def _on_task_focus(self, change: dict) -> None:
         """Focus every tab on the chosen task: the trials table filtered to it, its plots,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import ipywidgets as W
@@ -32,13 +32,13 @@ ALL_TASKS = "All tasks"
 
 def model_events(events: Iterable[Any]) -> dict[str, Any]:
     """The model events a Tasks tab draws from: the last ``tasks``, ``scheduled``,
-    ``end_to_end`` and ``model_profile`` events, and the indexes of tasks a ``task_done``
-    event ended."""
+    ``end_to_end``, ``model_profile`` and ``untuned`` events, and the indexes of tasks a
+    ``task_done`` event ended."""
     out: dict[str, Any] = {"tasks": None, "scheduled": None, "end_to_end": None,
-                           "model_profile": None, "done": set()}
+                           "model_profile": None, "untuned": None, "done": set()}
     for event in events:
         kind = event.kind
-        if kind in ("tasks", "scheduled", "end_to_end", "model_profile"):
+        if kind in ("tasks", "scheduled", "end_to_end", "model_profile", "untuned"):
             out[kind] = event
         elif kind == "task_done" and event.get("task_index") is not None:
             out["done"].add(int(event["task_index"]))
@@ -79,9 +79,7 @@ def table_html(info: V.TasksInfo, *, focus: str | None = None) -> str:
             else (" style='font-weight:600'" if row["Next"] else "")
         rows.append(f"<tr class='{' '.join(classes)}'{style}><td>{task_id}</td>"
                     f"{''.join(cells)}</tr>")
-    total = ("unknown until every task has a successful trial" if info.total_latency_us is None
-             else f"{info.total_latency_us:.4f}")
-    note = f"Total latency (us): {total}"
+    note = f"Total latency (us): {html.escape(V.total_text(info))}"
     if info.next_pick is not None:
         note += (f" &middot; scheduler: {html.escape(str(info.scheduler))}, next pick: "
                  f"task #{info.next_pick} ({html.escape(str(info.reason))})")
@@ -137,7 +135,7 @@ class TasksView(W.VBox):
         self.latency_info: V.ModelLatencyInfo | None = None
         self._data: dict[str, Any] = {"tasks": tasks, "trials": trials, "scheduled": None,
                                       "end_to_end": None, "model_profile": None,
-                                      "done": set()}
+                                      "untuned": {}, "done": set()}
         self.focus.observe(self._on_focus, names="value")
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
@@ -151,14 +149,19 @@ class TasksView(W.VBox):
 
     def update(self, tasks: Any = None, trials: Any = None, *, scheduled: Any = None,
                end_to_end: Any = None, done: Iterable[int] = (),
-               model_profile: Any = None, quality: Q.TimeToQualityInfo | None = None) -> None:
+               model_profile: Any = None, quality: Q.TimeToQualityInfo | None = None,
+               untuned: Mapping[str, float | None] | None = None) -> None:
         """Redraw from new data; what is left out (None) keeps its last value.
         ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event; ``quality``
         the time-to-quality curve (:func:`msviz.views.quality.events_quality_info` of a
-        session, :func:`~msviz.views.quality.run_quality_info` of a work dir)."""
+        session, :func:`~msviz.views.quality.run_quality_info` of a work dir); ``untuned``
+        each task's untuned time (:func:`msviz.views.tasks.untuned_times`), at which the total
+        counts a task not tuned yet."""
         if quality is not None:
             self.quality_info = quality
         data = self._data
+        if untuned:
+            data["untuned"] = dict(untuned)
         for key, value in (("tasks", tasks), ("trials", trials), ("scheduled", scheduled),
                            ("end_to_end", end_to_end), ("model_profile", model_profile)):
             if value is not None:
@@ -170,10 +173,11 @@ class TasksView(W.VBox):
         with self.error.guard(self) as guard:
             with quiet_empty():  # no trials yet: the plots say so
                 self.info = V.tasks_info(data["tasks"], data["trials"], data["scheduled"],
-                                         done=data["done"])
+                                         done=data["done"], untuned_us=data["untuned"])
                 if data["trials"] is not None:
-                    self.latency_info = V.model_latency_info(data["tasks"], data["trials"],
-                                                             data["end_to_end"])
+                    self.latency_info = V.model_latency_info(
+                        data["tasks"], data["trials"], data["end_to_end"],
+                        untuned_us=data["untuned"])
         if guard.failed:
             return
         names = [ALL_TASKS, *self.info.frame["Name"]]
@@ -198,7 +202,8 @@ class TasksView(W.VBox):
         self.update(found["tasks"], trials, scheduled=found["scheduled"],
                     end_to_end=found["end_to_end"], done=found["done"],
                     model_profile=found["model_profile"],
-                    quality=quality if quality.seconds else None)
+                    quality=quality if quality.seconds else None,
+                    untuned=V.untuned_times(found["untuned"]) if found["untuned"] else None)
 
     @property
     def task_count(self) -> int:

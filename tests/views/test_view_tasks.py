@@ -126,7 +126,50 @@ def test_model_latency_never_known_while_a_task_has_no_success(trials: pd.DataFr
     )
     assert same(info, expected)
     fig = V.model_latency_figure(info)
-    assert fig.layout.annotations[0].text == "unknown until every task has a successful trial"
+    assert fig.layout.annotations[0].text == ("unknown until every task has a successful trial "
+                                              "or an untuned time")
+
+
+#: Untuned times (µs) as a session's ``untuned`` event gives them; relu's is unknown.
+UNTUNED = {"mm": 50.0, "dense": 30.0, "relu": None}
+
+
+def test_untried_tasks_count_at_their_untuned_time(trials: pd.DataFrame, same) -> None:
+    # relu never succeeds but has an untuned time of 6: by hand, mm then dense then mm
+    untuned = {**UNTUNED, "relu": 6.0}
+    info = V.model_latency_info(TASKS, trials[trials["task"] != "relu"].reset_index(drop=True),
+                                untuned_us=untuned)
+    expected = ModelLatencyInfo(
+        trial=(0, 2, 4, 5),
+        seconds=(0.0, 2.0, 5.0, 7.0),
+        # 10 + 2 x 30 + 6 = 76; 10 + 2 x 4 + 6 = 24; 8 + 8 + 6 = 22; dense's 5 is no better
+        latency_us=(76.0, 24.0, 22.0, 22.0),
+        known_from=0,
+        tasks=(TaskTrials("mm", (0, 4), (0.0, 5.0), (1, 2)),
+               TaskTrials("dense", (2, 5), (2.0, 7.0), (1, 2)),
+               TaskTrials("relu", (), (), ())),
+        end_to_end=None,
+    )
+    assert same(info, expected)
+    table = V.tasks_info(TASKS, trials[trials["task"] != "relu"], untuned_us=untuned)
+    assert (table.total_latency_us, table.untuned_tasks) == (22.0, 1)
+    assert V.total_text(table, 1, " µs") == "22.0 µs (1 task at the untuned time)"
+    # relu's untuned time unknown: the total stays unknown, and says what would make it known
+    table = V.tasks_info(TASKS, trials[trials["task"] != "relu"], untuned_us=UNTUNED)
+    assert (table.total_latency_us, table.untuned_tasks) == (None, 0)
+    assert V.total_text(table) == ("unknown until every task has a successful trial or an "
+                                   "untuned time")
+    # before any trial: every task at its untuned time, 50 + 2 x 30 + 6
+    table = V.tasks_info(TASKS, None, untuned_us=untuned)
+    assert (table.total_latency_us, table.untuned_tasks) == (116.0, 3)
+    assert V.total_text(table, 0) == "116 (3 tasks at the untuned time)"
+
+
+def test_untuned_times_from_the_event_or_a_work_dir() -> None:
+    event = {"tasks": [{"index": 0, "name": "mm", "untuned_us": 50.0, "error": None},
+                       {"index": 1, "name": "relu", "untuned_us": None, "error": "boom"}]}
+    assert V.untuned_times(event) == {"mm": 50.0, "relu": None}
+    assert V.untuned_times() == {}
 
 
 def test_no_trials_warns_and_still_draws() -> None:

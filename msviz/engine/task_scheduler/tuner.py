@@ -30,6 +30,12 @@ from msviz.engine.search.generation import Generation
 from msviz.engine.search.presets import SearchKnobs
 from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.replay import ReplayTrace
+from msviz.engine.task_scheduler.stored import (
+    StoredRecords,
+    mean_secs,
+    stored_candidates,
+    training_sample,
+)
 from msviz.engine.task_scheduler.workdir import (
     close_logger,
     count_lines,
@@ -40,7 +46,7 @@ from msviz.engine.task_scheduler.workdir import (
 from msviz.errors import MsvizError
 from msviz.records import database as db_files
 from msviz.records import row
-from msviz.records.sidecar import QUARANTINE_KIND, SidecarWriter, read_sidecar
+from msviz.records.sidecar import QUARANTINE_KIND, SidecarWriter
 from msviz.space_generator.intrinsics import unused as unused_intrins
 from msviz.space_generator.rules import RuleSet
 
@@ -90,6 +96,8 @@ class SharedParts:
         self.database = compat.JSONDatabase(work_dir=str(wd))
         self.next_line = count_lines(wd / db_files.RECORD_FILE) + 1
         self.sidecar = SidecarWriter(wd)  # cuts a torn sidecar tail first
+        #: The records the work dir held when the session opened it, read once for every task.
+        self.stored = StoredRecords(wd)
         self.cost_model = compat.ms.cost_model.XGBModel(
             num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
         self.measurer = Measurer(self.target, **self.measurer_options)
@@ -215,9 +223,8 @@ class Tuner:
 
     def _continue_from_work_dir(self) -> None:
         """Counters and lineage continue from what the work dir holds (``resume=True``)."""
-        records = [r for r in db_files.read_records(self.work_dir / db_files.RECORD_FILE, 10**9)
-                   if r.workload == self.workload_index]
-        side = read_sidecar(self.work_dir).trials
+        records = self.shared.stored.of(self.workload_index)
+        side = self.shared.stored.trials
         self._infra_lines = {r.line for r in records
                              if side.get(r.line, {}).get("error_kind") in UNMEASURED_KINDS}
         self.next_task_trial = len(records)
@@ -299,32 +306,35 @@ class Tuner:
             self.emit(QUARANTINE_KIND, **{k: v for k, v in entry.items() if k != "task"})
 
     def _learn_from_database(self) -> None:
-        """msviz preset: never re-pick a stored schedule, and train the model on stored records.
+        """msviz preset: never re-pick a stored schedule, and train the model on a bounded sample
+        of the stored records (:mod:`msviz.engine.task_scheduler.stored`).
 
         Infrastructure failures are neither: they may be picked again and never train."""
+        stored = self.shared.stored
+        side = stored.trials
+        usable = [r for r in stored.of(self.workload_index) if r.line not in self._infra_lines]
+        for rec in usable:  # msviz's sidecar hashed every trial it measured
+            shash = side.get(rec.line, {}).get("shash")
+            if shash is not None:
+                self.search.measured.add(int(shash))
+        picks = training_sample([mean_secs(r.run_secs) for r in usable])
+        with self.timeit("msviz/ResumeReplay"):
+            replayed, _bad = stored_candidates(self.work_dir / db_files.RECORD_FILE,
+                                               [usable[i] for i in picks], self.token)
         cands, results = [], []
-        for rec in self.database.get_all_tuning_records():
-            if not compat.structural_equal(rec.workload.mod, self.workload.mod):
-                continue
-            try:
-                cand = rec.as_measure_candidate()
-            except Exception:
-                continue
-            secs = [float(s) for s in rec.run_secs] if rec.run_secs else None
-            shash = int(compat.structural_hash(cand.sch.mod))
-            if secs and max(secs) >= compat.FAILED_RUN_SECS and self._infra_lines \
-                    and self.line_by_hash.get(shash) in self._infra_lines:
-                continue
-            self.search.measured.add(shash)
-            if secs and max(secs) < compat.FAILED_RUN_SECS:
-                cands.append(cand)
-                results.append(compat.ms.runner.RunnerResult(secs, None))
+        for rec, cand in replayed:
+            if side.get(rec.line, {}).get("shash") is None:  # a stock record
+                self.search.measured.add(int(compat.structural_hash(cand.sch.mod)))
+            cands.append(cand)
+            results.append(compat.ms.runner.RunnerResult([float(s) for s in rec.run_secs], None))
         if cands:
-            self.cost_model.update(self.context, cands, results)
+            with self.timeit("msviz/ResumeTrain"):
+                self.cost_model.update(self.context, cands, results)
             if self.evo is not None:
                 self.evo.trained_on(len(cands))
         self.emit("cost_model_updated", batch=None, samples=int(getattr(
-            self.cost_model, "data_size", len(cands))), source="database", trained_on=len(cands))
+            self.cost_model, "data_size", len(cands))), source="database", trained_on=len(cands),
+            stored=len(usable))
 
     def set_rules(self, rules: RuleSet) -> None:
         """Regenerate the design spaces from new rules; same database and cost model.

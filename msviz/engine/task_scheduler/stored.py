@@ -1,0 +1,124 @@
+"""What a resumed session takes from the records its work dir already holds, read once and
+bounded.
+
+A session resumed on a work dir of 20,000 records used to read the record file once per task,
+replay every stored trace of each task, hash it and train the cost model on all of them (and
+XGBoost then retrained on every one of those samples after each batch): 108 s and 2 GB before
+the first batch. Here:
+
+* :class:`StoredRecords` reads the record file's columns once per session (only each line's tail:
+  workload, ``run_secs``, target; :func:`msviz.records.database.read_record_columns`) and the
+  sidecar once, and hands each task its lines;
+* the stored schedules a search must not pick again are known by their structural hashes, which
+  msviz's sidecar holds for every trial it measured (no trace replayed for them);
+* the cost model trains on a bounded sample of each task's successful records,
+  :func:`training_sample`: at most :data:`TRAIN_AT_MOST` per task, spread evenly over the latency
+  ranking (the fastest always in it), so the model sees the good and the bad schedules of the
+  earlier run in their proportions; only those traces are replayed
+  (:func:`stored_candidates`).
+
+A stock work dir has no sidecar hashes: its sampled records are hashed as they are replayed, and
+a stored schedule outside the sample may be measured again (once).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from msviz import compat
+from msviz.records import database as db_files
+from msviz.records.sidecar import read_sidecar
+
+__all__ = ["TRAIN_AT_MOST", "StoredRecords", "mean_secs", "stored_candidates", "training_sample"]
+
+#: Stored records of one task the cost model trains on when a session resumes.
+TRAIN_AT_MOST = 512
+
+
+class StoredRecords:
+    """A work dir's records and sidecar trials, read once (on first use) for every task."""
+
+    def __init__(self, work_dir: str | Path) -> None:
+        self.work_dir = Path(work_dir)
+        self._lock = threading.Lock()
+        self._by_workload: dict[int, list[db_files.RecordLine]] | None = None
+        self._trials: dict[int, dict] = {}
+
+    def _read(self) -> None:
+        with self._lock:
+            if self._by_workload is not None:
+                return
+            wd = self.work_dir
+            by: dict[int, list[db_files.RecordLine]] = {}
+            path = wd / db_files.RECORD_FILE
+            if path.is_file():
+                num = len(db_files.read_workloads(wd / db_files.WORKLOAD_FILE)) \
+                    if (wd / db_files.WORKLOAD_FILE).is_file() else 0
+                for rec in db_files.read_records(path, num):
+                    by.setdefault(rec.workload, []).append(rec)
+            self._trials = read_sidecar(wd).trials
+            self._by_workload = by
+
+    def of(self, workload_index: int) -> list[db_files.RecordLine]:
+        """The records of one workload (by its line in the workload file), in file order."""
+        self._read()
+        return list(self._by_workload.get(workload_index, ()))  # type: ignore[union-attr]
+
+    @property
+    def trials(self) -> dict[int, dict]:
+        """The sidecar's trial lines by record line."""
+        self._read()
+        return self._trials
+
+
+def mean_secs(run_secs: Sequence[float] | None) -> float:
+    """A record's mean run time (s); NaN for a failure (no times, or MetaSchedule's 1e10)."""
+    if not run_secs or max(run_secs) >= compat.FAILED_RUN_SECS:
+        return math.nan
+    return float(sum(run_secs)) / len(run_secs)
+
+
+def training_sample(secs: Sequence[float], at_most: int | None = None) -> list[int]:
+    """Positions (into ``secs``) of at most ``at_most`` (default :data:`TRAIN_AT_MOST`)
+    successful records spread evenly over their ranking by run time, the fastest first; NaNs
+    (failures) are never picked.
+
+    Examples
+    --------
+    >>> training_sample([3.0, float("nan"), 1.0, 2.0, 5.0, 4.0], at_most=3)
+    [2, 0, 4]
+    """
+    at_most = TRAIN_AT_MOST if at_most is None else at_most
+    values = np.asarray(secs, dtype=float)
+    ok = np.flatnonzero(~np.isnan(values))
+    ranked = ok[np.argsort(values[ok], kind="stable")]
+    if len(ranked) <= at_most:
+        return [int(i) for i in ranked]
+    picks = np.unique(np.linspace(0, len(ranked) - 1, max(at_most, 1)).round().astype(int))
+    return [int(i) for i in ranked[picks]]
+
+
+def stored_candidates(path: Path, records: Iterable[db_files.RecordLine], workload: Any
+                      ) -> tuple[list[tuple[db_files.RecordLine, Any]], list[int]]:
+    """Replay the traces of ``records`` (lines of the record file at ``path``) on ``workload``
+    (the task's database Workload): the measure candidates, and the lines that would not
+    replay (skipped)."""
+    out, bad = [], []
+    with open(path, "rb") as f:
+        for rec in records:
+            f.seek(rec.offset)
+            try:
+                body = json.loads(f.readline())[1]
+                compat.register_intrins_for(body)
+                record = compat.TuningRecord.from_json(body, workload)
+                out.append((rec, record.as_measure_candidate()))
+            except Exception:  # TVM's own error types: a trace that no longer replays
+                bad.append(rec.line)
+    return out, bad
