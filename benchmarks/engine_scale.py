@@ -13,8 +13,10 @@ session runs in a fresh process and tunes ``--batches`` batches of 8. Two config
 * ``no-db-training``: ``skip_db_measured=False``: the model learns only this session's trials,
   which isolates what the database itself costs as it grows.
 
-Also printed: the resume's set-up (reading the work dir, training on it), the cost-model update
-per batch, and the memory per trial (RSS growth, the event log and the live trials table).
+Also printed: the resume's set-up (reading the work dir, training on it) and the seconds from
+the constructor to the first batch's pick (target at 20,000: <= 10 s), the cost-model update per
+batch, and the memory (RSS growth and peak over the process's start, target <= 500 MB; per
+trial: the event log and the live trials table).
 
     .venv/bin/python benchmarks/engine_scale.py [--sizes 1000 20000] [--batches 6] [--quick]
 """
@@ -48,10 +50,12 @@ def one(work_dir: Path, size: int, batches: int, config: str) -> dict:
 
     import msviz
 
+    import resource
+
     process = psutil.Process()
     rss0 = process.memory_info().rss
     knobs = {**SEED_KNOBS, "trials_per_batch": 8, **CONFIGS[config]}
-    tic = time.perf_counter()
+    tic, t0 = time.perf_counter(), time.time()
     session = msviz.Session("GMM-0", work_dir=work_dir, resume=True,
                             max_trials=size + 8 * batches, **knobs)
     session.start()
@@ -59,6 +63,8 @@ def one(work_dir: Path, size: int, batches: int, config: str) -> dict:
     wall = time.perf_counter() - tic
     assert state == "finished", (state, session.end_reason)
     rss1 = process.memory_info().rss
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: kB
+    picked = session.events.of_kind("picked")
     profile = session.profile
     per_batch = profile[profile["batch"].notna()]
     stages = per_batch.pivot_table(index="batch", columns="stage", values="seconds",
@@ -74,7 +80,10 @@ def one(work_dir: Path, size: int, batches: int, config: str) -> dict:
         "stages": {str(k): float(v) for k, v in stages.median().items()},
         "setup": {str(k): float(v) for k, v in setup.items()},
         "wall": wall, "new_trials": new, "trials": len(trials),
-        "rss_mb": (rss1 - rss0) / 1e6, "events": len(events),
+        "rss_mb": (rss1 - rss0) / 1e6, "peak_extra_mb": (peak - rss0) / 1e6,
+        # from the constructor to the first batch's candidates picked (the resume's set-up)
+        "first_batch_s": picked[0].time - t0 if picked else None,
+        "events": len(events),
         "event_bytes": len(pickle.dumps(events)),
         "table_bytes_per_row": float(trials.memory_usage(deep=True).sum()) / max(1, len(trials)),
     }
@@ -116,7 +125,9 @@ def main() -> None:
                   + "; set-up before the first batch: "
                   + ", ".join(f"{k} {v:.2f} s" for k, v in
                               sorted(got["setup"].items(), key=lambda kv: -kv[1])[:3])
+                  + f"; first batch picked {got['first_batch_s']:.1f} s after the constructor"
                   + f"; memory: RSS +{got['rss_mb']:.0f} MB over the session "
+                  f"(peak +{got['peak_extra_mb']:.0f} MB) "
                   f"({got['rss_mb'] * 1e3 / max(1, got['new_trials']):.0f} kB per new trial), "
                   f"{got['events']} events ({got['event_bytes'] / max(1, got['new_trials']):.0f}"
                   f" bytes pickled per new trial), live table "
