@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
+from tvm.support.popen_pool import StatusKind
 
 from msviz import compat
+from msviz.engine.measure.worker_pool import NamingPoolExecutor
 
 __all__ = ["BUILDERS", "RECYCLE_AFTER", "WarmLocalBuilder", "build_artifact", "create"]
 
@@ -55,7 +56,7 @@ class _WarmLocalBuilder(compat.ms.builder.PyBuilder):
         self.timeout_sec = float(timeout_sec)
         self.recycle_after = int(recycle_after)
         #: The warm pool (None until the first batch, and after :meth:`reset`).
-        self.pool: PopenPoolExecutor | None = None
+        self.pool: NamingPoolExecutor | None = None
         #: Batches the current pool built.
         self.batches = 0
         #: Pools started so far.
@@ -64,7 +65,7 @@ class _WarmLocalBuilder(compat.ms.builder.PyBuilder):
     def build(self, build_inputs: list) -> list:
         if self.pool is None or self.batches >= self.recycle_after:
             self.reset()
-            self.pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec)
+            self.pool = NamingPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec)
             self.pools_started += 1
         self.batches += 1
         jobs = [(compat.fast_build, None, inp.mod, inp.target, None) for inp in build_inputs]

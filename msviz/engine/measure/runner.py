@@ -11,6 +11,7 @@ import tvm
 
 from msviz import compat
 from msviz.engine.measure import rpc
+from msviz.engine.measure.worker_pool import name_deaths
 
 __all__ = ["RUNNERS", "create", "cuda_available", "evaluator_config", "remakeable"]
 
@@ -53,10 +54,10 @@ def create(kind: Any, target: Any, *, timeout: float, evaluator: Any = None) -> 
     evaluator = evaluator_config(evaluator)
     if kind == "local":
         threads = compat.kernel_threads(target)
-        return compat.ms.runner.LocalRunner(
+        return name_deaths(compat.ms.runner.LocalRunner(
             timeout_sec=timeout, evaluator_config=evaluator,
             initializer=None if threads is None
-            else functools.partial(compat.set_kernel_threads, threads))
+            else functools.partial(compat.set_kernel_threads, threads)))
     if isinstance(kind, rpc.RPCSpec):
         return kind.make_runner(evaluator, session_timeout=timeout,
                                 servers=rpc.servers_under(kind, default=1))

@@ -43,10 +43,13 @@ TRAIN_AT_MOST = 512
 
 
 class StoredRecords:
-    """A work dir's records and sidecar trials, read once (on first use) for every task."""
+    """A work dir's records and sidecar trials, read once (on first use) for every task;
+    ``database`` (a :class:`~msviz.engine.task_scheduler.work_dir_database.WorkDirDatabase`)
+    lends the records it read."""
 
-    def __init__(self, work_dir: str | Path) -> None:
+    def __init__(self, work_dir: str | Path, database: Any = None) -> None:
         self.work_dir = Path(work_dir)
+        self._database = database
         self._lock = threading.Lock()
         self._by_workload: dict[int, list[db_files.RecordLine]] | None = None
         self._trials: dict[int, dict] = {}
@@ -58,7 +61,9 @@ class StoredRecords:
             wd = self.work_dir
             by: dict[int, list[db_files.RecordLine]] = {}
             path = wd / db_files.RECORD_FILE
-            if path.is_file():
+            if self._database is not None:
+                by = self._database.stored_records()
+            elif path.is_file():
                 num = len(db_files.read_workloads(wd / db_files.WORKLOAD_FILE)) \
                     if (wd / db_files.WORKLOAD_FILE).is_file() else 0
                 for rec in db_files.read_records(path, num):

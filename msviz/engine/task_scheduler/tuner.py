@@ -36,6 +36,7 @@ from msviz.engine.task_scheduler.stored import (
     stored_candidates,
     training_sample,
 )
+from msviz.engine.task_scheduler.work_dir_database import WorkDirDatabase
 from msviz.engine.task_scheduler.workdir import (
     close_logger,
     count_lines,
@@ -93,11 +94,12 @@ class SharedParts:
             if torn is not None:
                 warn(f"cut a torn last line off {name} (kept in msviz_torn_lines.txt): "
                      f"{torn[:80]!r}")
-        self.database = compat.JSONDatabase(work_dir=str(wd))
+        #: The work dir's database: MetaSchedule's files, the best stored records in memory.
+        self.database = WorkDirDatabase(wd)
         self.next_line = count_lines(wd / db_files.RECORD_FILE) + 1
         self.sidecar = SidecarWriter(wd)  # cuts a torn sidecar tail first
         #: The records the work dir held when the session opened it, read once for every task.
-        self.stored = StoredRecords(wd)
+        self.stored = StoredRecords(wd, self.database)
         self.cost_model = compat.ms.cost_model.XGBModel(
             num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
         self.measurer = Measurer(self.target, **self.measurer_options)
