@@ -39,7 +39,7 @@ from msviz.records.sidecar import read_sidecar
 __all__ = ["TRAIN_AT_MOST", "StoredRecords", "mean_secs", "stored_candidates", "training_sample"]
 
 #: Stored records of one task the cost model trains on when a session resumes.
-TRAIN_AT_MOST = 512
+TRAIN_AT_MOST = 256
 
 
 class StoredRecords:
