@@ -92,7 +92,8 @@ def test_report_model_section(stock_model_work_dir: Path) -> None:
     text = render_report(run, end_to_end=e2e)
     model = text[text.index('<h2 id="model">'):text.index("<h2>Task ")]
     total = sum(run.tasks["weighted_latency_us"])
-    assert f"estimated model latency (sum of weight x best latency): {total:.4f}" in model
+    assert ("estimated model latency (sum of weight x best latency, a task not tuned yet at its "
+            f"untuned time): {total:.4f} µs" in model)
     assert f"MetaSchedule's log says {run.total_latency_us:.4f}" in model
     rows = re.findall(r"<tr><td>(\d)</td><td class=\"text\">([\w]+)</td><td>([\d,]+)</td>"
                       r"<td>(\d)</td>", model)
