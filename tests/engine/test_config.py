@@ -45,7 +45,8 @@ def test_a_sessions_config_is_frozen_and_holds_every_setting(tmp_path: Path) -> 
         config.max_trials = 100  # type: ignore[misc]
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
     assert _target_json(fields.pop("target")) == _target_json(tvm.target.Target(TARGET))
-    assert rules_to_json(fields.pop("rules")) == rules_to_json(RuleSet.default(tvm.target.Target(TARGET)))
+    assert rules_to_json(fields.pop("rules")) == rules_to_json(
+        RuleSet.default(tvm.target.Target(TARGET)))
     assert fields == {
         "max_trials": 8, "trials_per_batch": 4, "max_trials_per_task": None,
         "strategy": "evolutionary", "seed": 1, "preset": "msviz",
@@ -82,7 +83,8 @@ def test_set_rules_changes_the_sessions_rules_not_its_config(tmp_path: Path) -> 
 
 
 def test_the_config_round_trips_through_the_environment_line(tmp_path: Path) -> None:
-    rules = RuleSet.default(tvm.target.Target(TARGET)).set("MultiLevelTiling", max_innermost_factor=16)
+    rules = RuleSet.default(tvm.target.Target(TARGET)).set("MultiLevelTiling",
+                                                            max_innermost_factor=16)
     config = SessionConfig(
         target=TARGET, max_trials=20, trials_per_batch=5, max_trials_per_task=6,
         strategy="replay", rules=rules, seed=7, preset="stock",
