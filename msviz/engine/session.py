@@ -48,6 +48,11 @@ from msviz.space_generator.rules import RuleSet
 __all__ = ["STATES", "Session", "SessionConfig", "SessionStateError"]
 
 
+def _setting(name: str, doc: str) -> property:
+    """A read-only session attribute that reads the session's config."""
+    return property(lambda self: getattr(self.config, name), doc=doc)
+
+
 class Session:
     """Tune one workload with MetaSchedule in a background thread.
 
@@ -211,19 +216,17 @@ class Session:
 
     # -- settings (read-only: see config) ---------------------------------------------------------
 
-    target = property(lambda self: self.config.target, doc="The Target tuned for.")
-    max_trials = property(lambda self: self.config.max_trials, doc="Trials in total.")
-    trials_per_batch = property(lambda self: self.config.trials_per_batch,
-                                doc="Candidates measured per batch.")
-    max_trials_per_task = property(lambda self: self.config.max_trials_per_task,
-                                   doc="Each task's budget at first (None: none of its own).")
-    strategy = property(lambda self: self.config.strategy, doc="The search strategy.")
-    seed = property(lambda self: self.config.seed, doc="The seed of the search.")
-    preset = property(lambda self: self.config.preset, doc="The knobs' preset.")
-    knobs = property(lambda self: self.config.knobs, doc="The search knobs (SearchKnobs).")
-    check = property(lambda self: self.config.check, doc="Which candidates' results are checked.")
-    num_threads = property(lambda self: self.config.num_threads,
-                           doc="Threads for the search and the cost model.")
+    target = _setting("target", "The Target tuned for.")
+    max_trials = _setting("max_trials", "Trials in total.")
+    trials_per_batch = _setting("trials_per_batch", "Candidates measured per batch.")
+    max_trials_per_task = _setting("max_trials_per_task",
+                                   "Each task's budget at first (None: none of its own).")
+    strategy = _setting("strategy", "The search strategy.")
+    seed = _setting("seed", "The seed of the search.")
+    preset = _setting("preset", "The knobs' preset.")
+    knobs = _setting("knobs", "The search knobs (SearchKnobs).")
+    check = _setting("check", "Which candidates' results are checked.")
+    num_threads = _setting("num_threads", "Threads for the search and the cost model.")
     fleet = property(lambda self: self._worker.fleet,
                      doc="The tracker and key when measuring over RPC (an RPCSpec), else None.")
     end_to_end_check = property(
