@@ -116,24 +116,16 @@ class Tuner:
     ----------
     config : SessionConfig
         The session's settings (target, knobs, strategy, threads, check, builder and runner).
-    workload : Workload
-        The task's workload.
-    work_dir : Path
-        The session's work dir.
-    rules : RuleSet
-        The task's rules now.
-    seed : int
-        The task's seed (:func:`task_seed`).
+    workload, work_dir, rules, seed, task_index
+        The task's workload, the session's work dir, the task's rules now, seed
+        (:func:`task_seed`) and index.
     emit : callable
         ``emit(kind, task, **data)`` appends an event.
-    task_index : int
-        The task's index.
     shared : SharedParts, optional
         The parts every task shares (its own, opened by :meth:`setup`, if None).
     profile : Profile, optional
-        The session's profile (None: nothing is timed).
-
-    Call :meth:`setup` on the worker thread first.
+        The session's profile (None: nothing is timed). Call :meth:`setup` on the worker
+        thread first.
     """
 
     def __init__(self, config: SessionConfig, *, workload: Any, work_dir: Path, rules: RuleSet,
@@ -487,16 +479,12 @@ def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: di
     ----------
     config : SessionConfig
         The session's settings (each task's seed is :func:`task_seed` of its seed).
-    tasks : list of ModelTask
-        The session's tasks.
-    work_dir : Path
-        The session's work dir.
+    tasks, work_dir : list of ModelTask, Path
+        The session's tasks and work dir.
     rules : dict
         Each task index's RuleSet now.
-    emit, warn : callable
-        The session's event log and its ``warning`` event.
-    profile : Profile, optional
-        The session's profile.
+    emit, warn, profile : callable, callable, Profile or None
+        The session's event log, its ``warning`` event and its profile.
     """
     shared = SharedParts(config, work_dir=work_dir)
     shared.open(warn)
