@@ -33,7 +33,7 @@ def msviz_stages(session: Any) -> dict[str, float]:
     (its timer entries times the cost of one nested entry, timed here)."""
     frame = session.profile
     out = {str(k): float(v) for k, v in frame.groupby("stage")["seconds"].sum().items()}
-    out[PROFILE_COST] = session._profile.calls * timer_cost()
+    out[PROFILE_COST] = session.profile_calls * timer_cost()
     return out
 
 

@@ -1,6 +1,8 @@
-"""The tuning engine: a Session in a worker thread (``control``), the step-able search
-(``search``), measurement (``measure``) and the task loop (``task_scheduler``), told as events."""
+"""The tuning engine: a Session (its settings one SessionConfig) in a worker thread
+(``control``), the step-able search (``search``), measurement (``measure``) and the task loop
+(``task_scheduler``), told as events."""
 
+from msviz.engine.config import SessionConfig
 from msviz.engine.events import EVENT_KINDS, Event, EventLog
 from msviz.engine.measure import Measurer
 from msviz.engine.search import PRESETS, EvolutionarySearch, SearchKnobs
@@ -22,5 +24,6 @@ __all__ = [
     "RuleSpec",
     "SearchKnobs",
     "Session",
+    "SessionConfig",
     "SessionStateError",
 ]

@@ -1,5 +1,7 @@
 """A Session's arguments, checked in its constructor so a bad one fails before tuning, each
-error naming the argument and what was wrong; and what the workload argument means."""
+error naming the argument and what was wrong (the checks of one value, which
+:class:`~msviz.engine.config.SessionConfig` makes; the work dir's); and what the workload argument
+means."""
 
 from __future__ import annotations
 
@@ -10,27 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat, models
-from msviz.check.schedule import validate_mode
 from msviz.errors import MsvizWarning, WorkDirError, WriteError
 from msviz.records import database as db_files
 from msviz.records import targets
 from msviz.workloads import resolve
 
 __all__ = [
-    "STRATEGIES",
     "check_budget",
     "check_resume",
     "check_seed",
-    "check_session",
     "check_work_dir",
     "check_writable",
     "task_of",
     "tasks_of",
 ]
-
-#: The search strategies a Session runs.
-STRATEGIES = ("evolutionary", "replay")
-
 
 #: The largest seed (numpy's and TVM's random states take 0 .. 2**31 - 1).
 MAX_SEED = 2**31 - 1
@@ -170,25 +165,6 @@ def _holds(entries: list, workload: Any) -> bool:
         if compat.structural_equal(stored, workload.mod):
             return True
     return False
-
-
-def check_session(*, check: Any, strategy: Any, max_trials: Any, trials_per_batch: Any,
-                  max_trials_per_task: Any, work_dir: Any, resume: Any, seed: Any
-                  ) -> tuple[str, int]:
-    """Check a Session's arguments; returns its result-check mode and its seed (a random one
-    for ``seed=None``)."""
-    mode = validate_mode(check)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be 'evolutionary' or 'replay', not {strategy!r}")
-    check_budget("max_trials", max_trials)
-    check_budget("trials_per_batch", trials_per_batch, MAX_TRIALS_PER_BATCH)
-    if max_trials_per_task is not None:
-        check_budget("max_trials_per_task", max_trials_per_task)
-    check_work_dir(work_dir, resume)
-    seed = check_seed(seed)
-    if seed is None:
-        seed = int.from_bytes(os.urandom(4), "little") % (2**31 - 2) + 1
-    return mode, seed
 
 
 def tasks_of(workload: Any, target: Any, *, params: dict | None = None,

@@ -6,8 +6,10 @@ and
 1. builds the best trial of each task and times it here with MetaSchedule's builder and runner
    (as the session measured it: :class:`~msviz.engine.measure.measurer.Measurer`, the run's
    evaluator config), next to the latency the bundle holds;
-2. tunes one batch with a new :class:`~msviz.engine.session.Session` made from the bundle's
-   environment (same workload, target, seed, preset and knobs, rules) in a temporary work dir,
+2. tunes one batch with a new :class:`~msviz.engine.session.Session` made from the
+   :class:`~msviz.engine.config.SessionConfig` the bundle's environment gives back
+   (:func:`msviz.engine.environment.config_of`: same target, seed, preset and knobs, rules) on
+   the same workload in a temporary work dir,
    and compares its candidates' traces with the bundle's first batch;
 3. lists the environment facts (versions, CPU, features) that differ from this machine's.
 """
@@ -24,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from msviz.engine.environment import session_options
+from msviz.engine.environment import config_of
 from msviz.engine.measure.measurer import Measurer
 from msviz.engine.session import Session
 from msviz.errors import MsvizError
@@ -222,8 +224,9 @@ def redraw_first_batch(run: Run, env: dict, *, timeout: float = 600.0) -> FirstB
     tmp = Path(tempfile.mkdtemp(prefix="msviz-reproduce-"))
     try:
         try:
-            session = Session(_workload_of(run, env), work_dir=tmp / "work_dir",
-                              end_to_end_check=False, **session_options(env))
+            config = config_of(env, end_to_end_check=False)
+            session = Session.from_config(_workload_of(run, env), config,
+                                          work_dir=tmp / "work_dir")
         except (MsvizError, TypeError, ValueError) as err:
             out.error = f"cannot make the session again: {err}"
             return out

@@ -11,6 +11,7 @@ dir, the same trial budget), to compare with ``msviz.compare(run, session)``.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from msviz import workloads
 from msviz.analysis.importance import QUANTILE, ImportanceInfo
 from msviz.analysis.restriction import READ_AT_MOST, RuleChange, propose_changes
+from msviz.engine.config import SessionConfig
 from msviz.engine.session import Session
 from msviz.records import Run, open_work_dir
 from msviz.space_generator import RuleSet
@@ -51,10 +53,12 @@ class Restriction:
 
     def __init__(self, *, task: str, run: Run, workload: Any, target: Any, base_rules: RuleSet,
                  rules: RuleSet, changes: list[RuleChange], importance: ImportanceInfo,
-                 trials: int, options: dict) -> None:
+                 trials: int, config: SessionConfig | None = None) -> None:
         self.task, self.run, self.workload, self.target = task, run, workload, target
         self.base_rules, self.rules, self.changes = base_rules, rules, changes
-        self.importance, self.trials, self._options = importance, trials, options
+        self.importance, self.trials = importance, trials
+        #: The settings of the session it was proposed from (None: a work dir or a Run).
+        self.config = config
         self.session: Session | None = None
 
     @property
@@ -92,26 +96,22 @@ class Restriction:
               seed: int | None = None, start: bool = True, **options: Any) -> Session:
         """Tune the task again with the restricted rules (see :func:`rerun`); the session is
         also kept as :attr:`session`."""
-        merged = {**self._options, **options}
         if seed is not None:
-            merged["seed"] = seed
-        self.session = _new_session(self.workload, self.target, self.rules,
+            options["seed"] = seed
+        self.session = _new_session(self.workload, self.target, self.rules, self.config,
                                     max_trials=max_trials or self.trials, work_dir=work_dir,
-                                    start=start, **merged)
+                                    start=start, **options)
         return self.session
 
 
-def _source(source: Any) -> tuple[Run, RuleSet | None, Any, dict]:
-    """(records, the rules they were tuned with if known, target if known, session options)."""
+def _source(source: Any) -> tuple[Run, RuleSet | None, SessionConfig | None]:
+    """(records, the rules they were tuned with if known, the session's config if known)."""
     if isinstance(source, (str, Path)):
-        return open_work_dir(source), None, None, {}
+        return open_work_dir(source), None, None
     if isinstance(source, Run):
-        return source, None, None, {}
+        return source, None, None
     if isinstance(source, Session):
-        options = {k: v for k, v in source._measurer_options.items() if k != "max_workers"}
-        options.update(vars(source.knobs), preset=source.preset, strategy=source.strategy,
-                       trials_per_batch=source.trials_per_batch, seed=source.seed)
-        return source.open(), source.rules, source.target, options
+        return source.open(), source.rules, source.config
     raise TypeError(f"a {type(source).__name__} has no trials to restrict: pass a work dir, a "
                     "Run or a Session")
 
@@ -146,14 +146,15 @@ def propose_restriction(source: Any, task: str | None = None, *, rules: RuleSet 
     ValueError
         When the task has no successful trial (or the run has several tasks and none is named).
     """
-    run, session_rules, target, options = _source(source)
+    run, session_rules, config = _source(source)
+    target = config.target if config is not None else None
     found = propose_changes(run, task, rules=rules or session_rules, target=target,
                             quantile=quantile, read_at_most=read_at_most)
     workload, trials = _task_workload(run, found.task)
     return Restriction(task=found.task, run=run, workload=workload,
                        target=target if target is not None else found.best.record.target,
                        base_rules=found.base_rules, rules=found.rules, changes=found.changes,
-                       importance=found.importance, trials=trials, options=options)
+                       importance=found.importance, trials=trials, config=config)
 
 
 def _task_workload(run: Run, task: str) -> tuple[Any, int]:
@@ -162,12 +163,22 @@ def _task_workload(run: Run, task: str) -> tuple[Any, int]:
     return workloads.resolve(run.workload_mod(int(mine["workload"].iloc[0])), name=task), len(mine)
 
 
-def _new_session(workload: Any, target: Any, rules: RuleSet, *, max_trials: int,
-                 work_dir: str | Path | None, start: bool, **options: Any) -> Session:
+def _new_session(workload: Any, target: Any, rules: RuleSet, config: SessionConfig | None, *,
+                 max_trials: int, work_dir: str | Path | None, start: bool,
+                 **options: Any) -> Session:
+    """A session of one task: derived from the first session's config (its strategy, knobs,
+    seed, check, builder and runner; a fresh start of its own budget, the new rules) with
+    ``options`` changed, or made from ``options`` alone."""
     work_dir = Path(work_dir) if work_dir is not None else Path(
         tempfile.mkdtemp(prefix="msviz-rerun-")) / "wd"
-    session = Session(workload, target=target, rules=rules, work_dir=work_dir,
-                      max_trials=max_trials, **options)
+    if config is None:
+        session = Session(workload, target=target, rules=rules, work_dir=work_dir,
+                          max_trials=max_trials, **options)
+    else:
+        config = dataclasses.replace(
+            config, rules=rules, max_trials=max_trials, resume=False, max_trials_per_task=None,
+            task_scheduler="gradient").updated(**options)
+        session = Session.from_config(workload, config, work_dir=work_dir)
     if start:
         session.start()
     return session
@@ -199,9 +210,9 @@ def rerun(source: Any, rules: RuleSet, *, task: str | None = None, max_trials: i
     session : Session
         On the same workload and target.
     """
-    run, _, target, base_options = _source(source)
+    run, _, config = _source(source)
     best = run.best(task)
     workload, trials = _task_workload(run, best.task)
-    return _new_session(workload, target if target is not None else best.record.target, rules,
-                        max_trials=max_trials or trials, work_dir=work_dir, start=start,
-                        **{**base_options, **options})
+    return _new_session(workload, best.record.target if config is None else config.target,
+                        rules, config, max_trials=max_trials or trials, work_dir=work_dir,
+                        start=start, **options)

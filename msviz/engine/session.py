@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from msviz import compat, hooks
+from msviz import hooks
+from msviz.engine.config import SessionConfig
 from msviz.engine.control import (
     STATES,
     Control,
@@ -24,17 +25,15 @@ from msviz.engine.control import (
 )
 from msviz.engine.control.lock import check_unlocked
 from msviz.engine.events import EventLog
-from msviz.engine.measure.rpc import fleet_of
 from msviz.engine.options import (
     check_budget,
     check_resume,
-    check_session,
+    check_work_dir,
     check_writable,
     task_of,
     tasks_of,
 )
 from msviz.engine.profile import Profile
-from msviz.engine.search.presets import knobs_for
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.worker import Worker
@@ -46,7 +45,12 @@ from msviz.records.sidecar import QUARANTINE_KIND, quarantine_entries
 from msviz.space_generator.intrinsics import untensorized_int8
 from msviz.space_generator.rules import RuleSet
 
-__all__ = ["STATES", "Session", "SessionStateError"]
+__all__ = ["STATES", "Session", "SessionConfig", "SessionStateError"]
+
+
+def _setting(name: str, doc: str) -> property:
+    """A read-only session attribute that reads the session's config."""
+    return property(lambda self: getattr(self.config, name), doc=doc)
 
 
 class Session:
@@ -115,6 +119,15 @@ class Session:
         ``genetic_mutate_prob``, ``genetic_max_fail_count``, ``eps_greedy``,
         ``cost_model_warmup``, ``cost_model_task_warmup``, ``task_warmup_ranked``,
         ``skip_db_measured``, ``eps_greedy_at_least_one``. Unknown names raise TypeError.
+
+    Attributes
+    ----------
+    config : SessionConfig
+        Every setting above but the workload, the work dir, ``params`` and ``spec``, checked
+        once and frozen; ``session.target``, ``session.seed``, ``session.knobs``... read it.
+        ``dataclasses.replace(session.config, seed=2)`` and :meth:`from_config` make another
+        session like it. :attr:`rules` are the rules now (:meth:`set_rules` changes them, not
+        the config).
     """
 
     def __init__(self, workload: Any, *, target: Any = "llvm", work_dir: str | Path | None = None,
@@ -127,65 +140,107 @@ class Session:
                  task_scheduler: Any = "gradient", params: dict | None = None,
                  spec: dict | None = None, end_to_end_check: bool = True,
                  check: str = "best", **knobs: Any) -> None:
-        self.check, self.seed = check_session(
-            check=check, strategy=strategy, max_trials=max_trials,
-            trials_per_batch=trials_per_batch, max_trials_per_task=max_trials_per_task,
-            work_dir=work_dir, resume=resume, seed=seed)
-        self.knobs = knobs_for(preset, **knobs)
-        self.preset = preset
-        self.target = compat.make_target(target)
+        config = SessionConfig(
+            target=target, max_trials=max_trials, trials_per_batch=trials_per_batch,
+            max_trials_per_task=max_trials_per_task, strategy=strategy, rules=rules, seed=seed,
+            preset=preset, knobs=knobs, resume=resume, builder=builder, runner=runner,
+            num_threads=num_threads, builder_timeout=builder_timeout,
+            runner_timeout=runner_timeout, evaluator_config=evaluator_config,
+            task_scheduler=task_scheduler, end_to_end_check=end_to_end_check, check=check)
+        self._setup(workload, config, work_dir, params=params, spec=spec)
+
+    @classmethod
+    def from_config(cls, workload: Any, config: SessionConfig, *,
+                    work_dir: str | Path | None = None, params: dict | None = None,
+                    spec: dict | None = None) -> Session:
+        """A session with the settings of ``config`` (e.g. another session's, changed with
+        ``dataclasses.replace(session.config, seed=2)``).
+
+        Parameters
+        ----------
+        workload : str | PrimFunc | IRModule | Workload | Model
+            What to tune (see :class:`Session`).
+        config : SessionConfig
+            Every setting.
+        work_dir : str | Path, optional
+            Where the records go (a new temp dir if None).
+        params, spec : optional
+            A Relax model's weights, an ``nn.Module``'s input spec.
+        """
+        if not isinstance(config, SessionConfig):
+            raise TypeError(f"config must be a SessionConfig, not {type(config).__name__}")
+        session = cls.__new__(cls)
+        session._setup(workload, config, work_dir, params=params, spec=spec)
+        return session
+
+    def _setup(self, workload: Any, config: SessionConfig, work_dir: str | Path | None, *,
+               params: dict | None, spec: dict | None) -> None:
+        check_work_dir(work_dir, config.resume)
+        #: Every setting, as given (frozen; the rules are those it started with, see
+        #: :attr:`rules`).
+        self.config = config
         #: The model (None when tuning one PrimFunc) and its tasks (one for a PrimFunc).
-        self.model, self.tasks = tasks_of(workload, self.target, params=params, spec=spec)
+        self.model, self.tasks = tasks_of(workload, config.target, params=params, spec=spec)
         self.workload = self.tasks[0].workload
         #: The model's (or the workload's) name: the task of session-level events.
         self.name = self.model.name if self.model is not None else self.workload.name
-        self.rules = (rules or RuleSet.default(self.target)).copy().validate()
         self.work_dir = Path(work_dir) if work_dir is not None else Path(
             tempfile.mkdtemp(prefix="msviz-"))
         check_writable(self.work_dir)
         check_unlocked(self.work_dir)  # held from start(); a live holder is refused now
-        if resume:
-            check_resume(self.work_dir, self.tasks, self.target)
-        self._resume = resume
-        self.max_trials = max_trials
-        self.trials_per_batch = trials_per_batch
-        self.max_trials_per_task = max_trials_per_task
-        self.strategy = strategy
-        self._task_rules: dict[int, RuleSet] = {}
-        self.end_to_end_check = bool(end_to_end_check) and self.model is not None
-        #: The last end-to-end check (the ``end_to_end`` event's data), or None.
-        self.end_to_end: dict | None = None
-        #: The model profile recorded after the last end-to-end check (its sidecar data).
-        self.model_profile_data: dict | None = None
-        self.num_threads = num_threads or compat.host_cores()
-        self._measurer_options = {
-            "builder": builder, "runner": runner, "builder_timeout": builder_timeout,
-            "runner_timeout": runner_timeout, "evaluator_config": evaluator_config,
-            "max_workers": None,
-        }
-        #: The tracker and key when measuring over RPC (an RPCSpec), else None.
-        self.fleet = fleet_of(runner)
+        if config.resume:
+            check_resume(self.work_dir, self.tasks, config.target)
         self.events = EventLog()
-        note = untensorized_int8([t.workload for t in self.tasks], self.target, self.rules)
+        note = untensorized_int8([t.workload for t in self.tasks], config.target, config.rules)
         if note:  # an int8 workload the target cannot tensorize: say so now, not never
-            warnings.warn(note, MsvizWarning, stacklevel=2)
+            warnings.warn(note, MsvizWarning, stacklevel=3)
             self.events.emit("warning", self.name, message=note)
         self._profile = Profile()
-        self._worker = Worker(self)
         self._loop = TaskLoop(
-            self.tasks, scheduler_mod.create(task_scheduler, seed=self.seed),
-            tuners=lambda: self._worker.tuners, emit=self.events.emit, name=self.name,
-            max_trials_per_task=max_trials_per_task,
-            log_dir=self.work_dir / "logs" if self.model is not None else None,
+            self.tasks, scheduler_mod.create(config.task_scheduler, seed=config.seed),
+            config=config, tuners=lambda: self._worker.tuners, emit=self.events.emit,
+            name=self.name, log_dir=self.work_dir / "logs" if self.model is not None else None,
             timeit=self._profile.timeit)
         self._control = Control(self.name, emit=self.events.emit,
-                                trials=lambda: self.trials_done, apply=self._worker.apply,
+                                trials=lambda: self.trials_done,
+                                apply=lambda name, arg: self._worker.apply(name, arg),
                                 timeit=self._profile.timeit)
         self._live = LiveTrials(self.work_dir, task=self.workload.name, flop=self.workload.flop,
                                 tasks=self.tasks if self.model is not None else [],
                                 tuners=lambda: self._worker.tuners, snapshot=self.events.snapshot,
                                 warn=self._warn)
+        self._worker = Worker(config, name=self.name, tasks=self.tasks, model=self.model,
+                              work_dir=self.work_dir, events=self.events, profile=self._profile,
+                              loop=self._loop, control=self._control, live=self._live)
         self.events.subscribe(self._live.feed)
+
+    # -- settings (read-only: see config) ---------------------------------------------------------
+
+    target = _setting("target", "The Target tuned for.")
+    max_trials = _setting("max_trials", "Trials in total.")
+    trials_per_batch = _setting("trials_per_batch", "Candidates measured per batch.")
+    max_trials_per_task = _setting("max_trials_per_task",
+                                   "Each task's budget at first (None: none of its own).")
+    strategy = _setting("strategy", "The search strategy.")
+    seed = _setting("seed", "The seed of the search.")
+    preset = _setting("preset", "The knobs' preset.")
+    knobs = _setting("knobs", "The search knobs (SearchKnobs).")
+    check = _setting("check", "Which candidates' results are checked.")
+    num_threads = _setting("num_threads", "Threads for the search and the cost model.")
+    fleet = property(lambda self: self._worker.fleet,
+                     doc="The tracker and key when measuring over RPC (an RPCSpec), else None.")
+    end_to_end_check = property(
+        lambda self: self.config.end_to_end_check and self.model is not None,
+        doc="Whether the model is checked end to end when tuning ends (never for a PrimFunc).")
+    rules = property(lambda self: self._worker.rules, doc=(
+        "The rules of every task now: the config's at first, then those of :meth:`set_rules` "
+        "(``session.config.rules`` stays the rules the session started with)."))
+    end_to_end = property(
+        lambda self: self._worker.end_to_end,
+        doc="The last end-to-end check (the ``end_to_end`` event's data), or None.")
+    model_profile_data = property(
+        lambda self: self._worker.model_profile_data,
+        doc="The model profile recorded after the last end-to-end check (its sidecar data).")
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -195,8 +250,13 @@ class Session:
     end_reason = property(lambda self: self._control.end_reason, doc="Why tuning ended.")
     scheduler = property(lambda self: self._loop.scheduler,
                          doc="The task scheduler (see :meth:`set_scheduler`).")
-    _tuners = property(lambda self: self._worker.tuners)
-    _tuner = property(lambda self: self._worker.tuners[0] if self._worker.tuners else None)
+    tuners = property(lambda self: list(self._worker.tuners), doc=(
+        "Each task's :class:`~msviz.engine.task_scheduler.tuner.Tuner`, set up when tuning "
+        "starts (empty before): the engine's own parts, to inspect (search, history), never "
+        "to drive."))
+    profile_calls = property(lambda self: self._profile.calls, doc=(
+        "Timer entries :attr:`profile` has taken so far (what profiling itself cost: see "
+        "``benchmarks/profiles.py``)."))
 
     trials_done = property(lambda self: self._worker.trials_done, doc=(
         "Trials of all tasks in the work dir that count toward ``max_trials`` (committed ones; "
@@ -226,7 +286,7 @@ class Session:
         return self.events.subscribe(callback, replay=replay)
 
     def _warn(self, message: str) -> None:
-        self.events.emit("warning", self.name, message=message)
+        self._worker.warn(message)
 
     # -- controls (see msviz.engine.control) ------------------------------------------------------
 

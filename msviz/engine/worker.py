@@ -1,28 +1,43 @@
 """A session's worker: what runs on its thread (the task loop between checkpoints), the tuners
 it owns, and the one lock that keeps measurements from overlapping.
 
-The :class:`~msviz.engine.session.Session` holds the settings and the public calls; the worker
-reads the settings from it and does the work: sets the tuners up, drives
-:meth:`TaskLoop.drive <msviz.engine.task_scheduler.task_loop.TaskLoop.drive>`, applies queued
-commands, re-measures, and checks a model end to end when tuning ends.
+The :class:`~msviz.engine.session.Session` holds the public calls; it makes the worker with
+its settings (a :class:`~msviz.engine.config.SessionConfig`) and the parts it shares with it
+(event log, profile, task loop, control, live trials). The worker does the work: sets the tuners
+up, drives :meth:`TaskLoop.drive <msviz.engine.task_scheduler.task_loop.TaskLoop.drive>`, applies
+queued commands (it keeps the rules now), re-measures, and checks a model end to end when tuning
+ends.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
 import traceback
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from msviz import compat
 from msviz.check.model import check_model
 from msviz.check.model_profile import profile_built
-from msviz.engine.control import SessionStateError, StopRequested, await_devices
+from msviz.engine.config import SessionConfig
+from msviz.engine.control import (
+    Control,
+    LiveTrials,
+    SessionStateError,
+    StopRequested,
+    await_devices,
+)
 from msviz.engine.control.lock import WorkDirLock
-from msviz.engine.environment import session_environment
+from msviz.engine.environment import catalogue_source, environment_of
+from msviz.engine.events import EventLog
+from msviz.engine.measure.rpc import fleet_of
 from msviz.engine.measure.untuned import measure_untuned
+from msviz.engine.profile import Profile
+from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
 from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
@@ -50,20 +65,76 @@ class Worker:
 
     Parameters
     ----------
-    session : Session
-        Whose settings (tasks, target, knobs, work dir, ...) it tunes with, and whose events,
-        control, task loop and live table it uses.
+    config : SessionConfig
+        The session's settings.
+    name : str
+        The session's name (the task of session-level events).
+    tasks : list of ModelTask
+        The session's tasks (one for a PrimFunc).
+    model : Model, optional
+        The model (None when tuning one PrimFunc).
+    work_dir : Path
+        The session's work dir.
+    events : EventLog
+        The session's events.
+    profile : Profile
+        Where the session's time goes.
+    loop : TaskLoop
+        Which task gets the next batch (and the steering).
+    control : Control
+        The session's state and command queue.
+    live : LiveTrials
+        The session's live table of trials.
     """
 
-    def __init__(self, session: Any) -> None:
-        self.session = session
+    def __init__(self, config: SessionConfig, *, name: str, tasks: list, model: Any,
+                 work_dir: Path, events: EventLog, profile: Profile, loop: TaskLoop,
+                 control: Control, live: LiveTrials) -> None:
+        self.config, self.name, self.tasks, self.model = config, name, tasks, model
+        self.work_dir, self.events, self.profile = work_dir, events, profile
+        self.loop, self.control, self.live = loop, control, live
+        #: The tracker and key when measuring over RPC (an RPCSpec), else None.
+        self.fleet = fleet_of(config.runner)
+        #: The rules of every task now (:meth:`set_rules` changes them; the config keeps
+        #: those the session started with), and those set for one task alone, by index.
+        self.rules: RuleSet = config.rules.copy()
+        self.task_rules: dict[int, RuleSet] = {}
+        #: The last end-to-end check (the ``end_to_end`` event's data), or None.
+        self.end_to_end: dict | None = None
+        #: The model profile recorded after the last end-to-end check (its sidecar data).
+        self.model_profile_data: dict | None = None
         self.tuners: list[Tuner] = []
         self.shared: SharedParts | None = None
         self.measure_lock = threading.Lock()  # all measurements, one at a time
-        self.lock = WorkDirLock(session.work_dir)  # one writer per work dir
+        self.lock = WorkDirLock(work_dir)  # one writer per work dir
         #: Each task's untuned time (µs; None where unknown), measured at a model's start.
         self.untuned_us: dict[str, float | None] = {}
         self._started = time.time()
+
+    def warn(self, message: str) -> None:
+        """A ``warning`` event of the session."""
+        self.events.emit("warning", self.name, message=message)
+
+    def rules_of(self, index: int) -> RuleSet:
+        """The rules of task ``index`` now."""
+        return self.task_rules.get(index, self.rules)
+
+    def environment(self) -> dict[str, Any]:
+        """The ``environment`` sidecar line of the session now (see
+        :mod:`msviz.engine.environment`)."""
+        workload_source, model_source = catalogue_source(self.tasks[0].workload, self.model)
+        return environment_of(
+            self.config_now(), task_rules=self.task_rules,
+            workload=None if self.model is not None else {
+                "name": self.tasks[0].workload.name, "source": workload_source},
+            model=None if self.model is None else {"name": self.model.name,
+                                                   "source": model_source})
+
+    def config_now(self) -> SessionConfig:
+        """The session's config with the rules and the task scheduler it has now (those of
+        :meth:`set_rules` and ``set_scheduler`` before tuning started, say)."""
+        return dataclasses.replace(self.config, rules=self.rules,
+                                   task_scheduler=self.loop.scheduler)
 
     @property
     def trials_done(self) -> int:
@@ -75,9 +146,9 @@ class Worker:
         """The best mean run time (one PrimFunc) or the model's estimated latency."""
         if not self.tuners:
             return float("inf")
-        if self.session.model is None:
+        if self.model is None:
             return self.tuners[0].best_secs
-        return sum(t.weight * u.best_secs for t, u in zip(self.session.tasks, self.tuners))
+        return sum(t.weight * u.best_secs for t, u in zip(self.tasks, self.tuners))
 
     def aside(self, fn: Any, future: Future | None = None) -> Future:
         """Run ``fn()`` on a thread of its own under the measurement lock (the session is not
@@ -101,7 +172,7 @@ class Worker:
             fresh = not tuners or not all(t.ready for t in tuners)
             if fresh:
                 shared, tuners = self.make_tuners()
-                if self.session.state == "idle":
+                if self.control.state == "idle":
                     self.shared, self.tuners = shared, tuners  # start() reuses them
             try:
                 return tuners[arg[2]].remeasure(arg[0], arg[1])
@@ -114,23 +185,18 @@ class Worker:
     def design_spaces(self, rules: RuleSet | None, index: int) -> tuple[list, list[str]]:
         """The design spaces (and why an intrinsic was not used) of task ``index`` under
         ``rules`` (default: the task's rules now)."""
-        s = self.session
-        rules = rules or s._task_rules.get(index, s.rules)
-        return design_spaces_and_warnings(s.tasks[index].workload, s.target, rules)
+        rules = rules or self.rules_of(index)
+        return design_spaces_and_warnings(self.tasks[index].workload, self.config.target, rules)
 
     def make_tuners(self) -> tuple[SharedParts, list[Tuner]]:
         """The shared parts and one tuner per task, set up (on the calling thread)."""
-        s = self.session
         return make_tuners(
-            s.tasks, rules={t.index: s._task_rules.get(t.index, s.rules) for t in s.tasks},
-            seed=s.seed, emit=s.events.emit, warn=s._warn, target=s.target, work_dir=s.work_dir,
-            knobs=s.knobs, strategy=s.strategy, num_threads=s.num_threads,
-            max_trials=s.max_trials, trials_per_batch=s.trials_per_batch,
-            measurer_options=s._measurer_options, check=s.check, profile=s._profile)
+            self.config, self.tasks, work_dir=self.work_dir,
+            rules={t.index: self.rules_of(t.index) for t in self.tasks},
+            emit=self.events.emit, warn=self.warn, profile=self.profile)
 
     def apply(self, name: str, arg: Any) -> Any:
         """Apply one queued command on the worker thread (never during a measurement)."""
-        s = self.session
         with self.measure_lock:
             if name == "set_rules":
                 return self.set_rules(*arg)
@@ -139,8 +205,8 @@ class Worker:
                 return self.tuners[index].remeasure(what, repeats)
             if name == "design_spaces":
                 return self.design_spaces(*arg)
-            if s._loop.steer(name, arg):
-                s.events.emit("tasks", s.name, tasks=s.tasks_info())
+            if self.loop.steer(name, arg):
+                self.events.emit("tasks", self.name, tasks=self.loop.info())
             return None
 
     def set_rules(self, rules: RuleSet, index: int | None) -> None:
@@ -149,29 +215,28 @@ class Worker:
             if index is None or tuner.task_index == index:
                 tuner.set_rules(rules)
         if index is None:
-            self.session.rules = rules
+            self.rules = rules
         else:
-            self.session._task_rules[index] = rules
+            self.task_rules[index] = rules
 
     def _started_event(self) -> dict:
-        s = self.session
-        flop = float(s.workload.flop) if s.model is None else float(
-            sum(t.weight * t.flop for t in s.tasks))
-        return dict(work_dir=str(s.work_dir), seed=s.seed, preset=s.preset,
-                    strategy=s.strategy, target=compat.to_jsonable(s.target.export()),
-                    target_kind=str(s.target.kind.name), flop=flop, max_trials=s.max_trials,
-                    trials_per_batch=s.trials_per_batch, resumed=s._resume,
-                    knobs=vars(s.knobs).copy(),
-                    model=s.model.name if s.model is not None else None,
-                    num_tasks=len(s.tasks), max_trials_per_task=s.max_trials_per_task,
-                    task_scheduler=s.scheduler.kind)
+        c = self.config
+        flop = float(self.tasks[0].workload.flop) if self.model is None else float(
+            sum(t.weight * t.flop for t in self.tasks))
+        return dict(work_dir=str(self.work_dir), seed=c.seed, preset=c.preset,
+                    strategy=c.strategy, target=compat.to_jsonable(c.target.export()),
+                    target_kind=str(c.target.kind.name), flop=flop, max_trials=c.max_trials,
+                    trials_per_batch=c.trials_per_batch, resumed=c.resume,
+                    knobs=vars(c.knobs).copy(),
+                    model=self.model.name if self.model is not None else None,
+                    num_tasks=len(self.tasks), max_trials_per_task=c.max_trials_per_task,
+                    task_scheduler=self.loop.scheduler.kind)
 
     def work(self) -> None:
         """The worker thread: tune until the task loop ends, a stop, or an error."""
         compat.quiet_ipython_printing()
-        s = self.session
-        control, name, loop, emit = s._control, s.name, s._loop, s.events.emit
-        profile = s._profile
+        control, name, loop, emit = self.control, self.name, self.loop, self.events.emit
+        profile, task = self.profile, self.tasks[0].workload.name
         profile.restart()
         self._started = time.time()
         final, data = "failed", {}
@@ -180,24 +245,24 @@ class Worker:
         try:
             self._lock_work_dir()
             emit("started", name, **self._started_event())
-            emit("tasks", name, tasks=s.tasks_info())
+            emit("tasks", name, tasks=loop.info())
             with profile.timeit("msviz/WaitingForDevices"):
-                await_devices(control, s.fleet, task=s.workload.name, emit=emit, first=True)
+                await_devices(control, self.fleet, task=task, emit=emit, first=True)
             with self.measure_lock, profile.timeit("InitializeTask"):
                 if not self.tuners or not all(t.ready for t in self.tuners):
                     self.shared, self.tuners = self.make_tuners()
-            s._live.tuners_ready()
-            self._write_sidecar("environment", session_environment(s))  # msviz reproduce
+            self.live.tuners_ready()
+            self._write_sidecar("environment", self.environment())  # msviz reproduce
             self._untuned()
             loop.use_scheduler(loop.scheduler)  # its warm-up skips tuned tasks
-            for task in s.tasks:
-                loop.log(f"Initializing Task #{task.index}: {task.name}")
+            for t in self.tasks:
+                loop.log(f"Initializing Task #{t.index}: {t.name}")
             loop.log("Task table before tuning", table=True)
             loop.batch = sum(t.batch for t in self.tuners)
             self._close_row()  # setting the tasks up: no batch
             self._model_latency()  # the curve's first point: the untuned (or resumed) model
             control.checkpoint("stage")
-            stages = loop.drive(s.max_trials, s.trials_per_batch)
+            stages = loop.drive()
             while True:
                 with self.measure_lock:
                     try:
@@ -210,7 +275,7 @@ class Worker:
                 control.checkpoint(kind)
                 if kind == "batch":
                     with profile.timeit("msviz/WaitingForDevices"):
-                        await_devices(control, s.fleet, task=s.workload.name, emit=emit)
+                        await_devices(control, self.fleet, task=task, emit=emit)
             final = "finished"
             loop.end_all(control.end_reason)
         except StopRequested:
@@ -235,8 +300,8 @@ class Worker:
         finally:
             try:
                 self.lock.release()
-                timing = self._timing or stage_groups(s._profile.snapshot())
-                emit(final, name, reason=control.end_reason, trials=s.trials_done,
+                timing = self._timing or stage_groups(profile.snapshot())
+                emit(final, name, reason=control.end_reason, trials=self.trials_done,
                      timing=timing, **data)
             finally:
                 control.set_state(final)
@@ -248,13 +313,12 @@ class Worker:
         note = self.lock.acquire()
         self._refused = False
         if note:
-            self.session._warn(note)
+            self.warn(note)
 
     def _wind_up(self, final: str, data: dict) -> str:
         """After tuning: the pending commands, the end's profile row, a model's end-to-end
         check; returns the final state."""
-        s = self.session
-        control, loop = s._control, s._loop
+        control, loop, profile = self.control, self.loop, self.profile
         if self.tuners:
             loop.log(f"Tuning ended ({final}): {control.end_reason}", table=True)
         for command, arg, future in control.take_pending():
@@ -266,13 +330,14 @@ class Worker:
                 future.set_exception(SessionStateError(f"{command} not applied: the session "
                                                        "ended"))
         if final == "failed":
-            s._live.reread()  # claim only what the work dir holds
+            self.live.reread()  # claim only what the work dir holds
         if not self._refused:  # a session refused the work dir writes nothing there
             self._close_row()  # the end of tuning: no batch
         # the tuning's wall time ends here; the model's check is timed apart, after it
-        self._timing = stage_groups(s._profile.snapshot())
-        if s.end_to_end_check and final in ("finished", "stopped") and s.trials_done:
-            with s._profile.timeit("msviz/EndToEndCheck"):
+        self._timing = stage_groups(profile.snapshot())
+        if self.config.end_to_end_check and self.model is not None and \
+                final in ("finished", "stopped") and self.trials_done:
+            with profile.timeit("msviz/EndToEndCheck"):
                 self.end_to_end_now()
             self._close_row()
         return final
@@ -281,74 +346,73 @@ class Worker:
         """A model's untuned times: measured once (one batch of every task's unscheduled
         PrimFunc, under the measurement lock), or those a resumed work dir holds; an
         ``untuned`` event and sidecar line (see :mod:`msviz.engine.measure.untuned`)."""
-        s = self.session
-        if s.model is None:
+        if self.model is None:
             return
-        stored = recorded_untuned(read_sidecar(s.work_dir).other) if s._resume else {}
-        if stored and all(stored.get(t.name) is not None for t in s.tasks):
+        stored = recorded_untuned(read_sidecar(self.work_dir).other) if self.config.resume \
+            else {}
+        if stored and all(stored.get(t.name) is not None for t in self.tasks):
             tasks = [{"index": t.index, "name": t.name, "untuned_us": stored[t.name],
-                      "error": None} for t in s.tasks]
+                      "error": None} for t in self.tasks]
         else:
             try:
-                with self.measure_lock, s._profile.timeit("msviz/Untuned"):
-                    tasks = measure_untuned(self.shared.measurer, s.tasks)
+                with self.measure_lock, self.profile.timeit("msviz/Untuned"):
+                    tasks = measure_untuned(self.shared.measurer, self.tasks)
             except Exception as err:  # the curve's start only: never the session's end
                 why = f"{type(err).__name__}: {err}"
-                s._warn(f"the untuned kernels could not be timed ({why}); the estimated model "
+                self.warn(f"the untuned kernels could not be timed ({why}); the estimated model "
                         "latency is unknown until every task has a successful trial")
                 tasks = [{"index": t.index, "name": t.name, "untuned_us": None, "error": why}
-                         for t in s.tasks]
+                         for t in self.tasks]
             self._write_sidecar(UNTUNED_KIND, {"tasks": tasks})
         self.untuned_us = {t["name"]: t["untuned_us"] for t in tasks}
-        s.events.emit(UNTUNED_KIND, s.name, tasks=tasks)
+        self.events.emit(UNTUNED_KIND, self.name, tasks=tasks)
 
     def _model_latency(self) -> None:
         """The estimated model latency now against the tuning's wall time (pauses left out):
         a ``model_latency`` event and sidecar line (see :mod:`msviz.records.quality`)."""
-        s = self.session
-        weights = {t.name: float(t.weight) for t in s.tasks}
+        weights = {t.name: float(t.weight) for t in self.tasks}
         best = [u.best_secs * 1e6 if math.isfinite(u.best_secs) else None for u in self.tuners]
         estimate, untuned = model_estimate(weights, dict(zip(weights, best)), self.untuned_us)
         base, _ = model_estimate(weights, {}, self.untuned_us)
-        paused = sum(r["stages"].get("msviz/Paused", 0.0) for r in s._profile.snapshot())
+        paused = sum(r["stages"].get("msviz/Paused", 0.0) for r in self.profile.snapshot())
         now = time.time()
-        data = {"batch": s._loop.batch - 1 if s._loop.batch else None, "trials": s.trials_done,
+        batch = self.loop.batch
+        data = {"batch": batch - 1 if batch else None, "trials": self.trials_done,
                 "elapsed": now - self._started - paused, "paused": paused,
                 "started": self._started, "estimate_us": None if math.isnan(estimate)
                 else estimate, "untuned_tasks": untuned,
                 "untuned_model_us": None if math.isnan(base) else base, "best_us": best}
         self._write_sidecar(QUALITY_KIND, {**data, "timestamp": now})
-        s.events.emit(QUALITY_KIND, s.name, **data)
+        self.events.emit(QUALITY_KIND, self.name, **data)
 
     def _close_row(self) -> None:
         """Close the profile's open row as no batch's: a ``profile`` event and a sidecar line
         (the session's writer while tuning, else a short-lived one)."""
-        s = self.session
-        row = s._profile.close(s.name, None)
+        row = self.profile.close(self.name, None)
         self._write_sidecar("profile", row)
-        s.events.emit("profile", s.name, **s._profile.event_data(row))
+        self.events.emit("profile", self.name, **self.profile.event_data(row))
 
     def _write_sidecar(self, kind: str, data: dict) -> None:
         if self.shared is not None and self.shared.ready:
             self.shared.sidecar.write(kind, **data)
         else:
-            with SidecarWriter(self.session.work_dir) as writer:
+            with SidecarWriter(self.work_dir) as writer:
                 writer.write(kind, **data)
 
     def end_to_end_now(self) -> dict:
         """The model's end-to-end check (never during a measurement), kept in the sidecar so
         ``msviz.open(work_dir)`` (its dashboard and report) has it too; emits ``end_to_end``."""
-        s = self.session
+        model, tasks, seed = self.model, self.tasks, self.config.seed
         profiled: dict = {}
         with self.measure_lock:
-            data = check_model(s.model, s.tasks, s.work_dir, s.target, seed=s.seed,
+            data = check_model(model, tasks, self.work_dir, self.config.target, seed=seed,
                                with_tuned=lambda *built: profiled.update(
-                                   profile_built(s.model, s.tasks, *built, seed=s.seed)))
-        s.end_to_end = data
+                                   profile_built(model, tasks, *built, seed=seed)))
+        self.end_to_end = data
         self._write_sidecar("end_to_end", data)
-        s.events.emit("end_to_end", s.name, **data)
+        self.events.emit("end_to_end", self.name, **data)
         if profiled:
-            s.model_profile_data = profiled
+            self.model_profile_data = profiled
             self._write_sidecar(MODEL_PROFILE_KIND, profiled)
-            s.events.emit(MODEL_PROFILE_KIND, s.name, **profiled)
+            self.events.emit(MODEL_PROFILE_KIND, self.name, **profiled)
         return data

@@ -26,7 +26,7 @@ from msviz.check.schedule import (
 )
 from msviz.engine.measure import Measurer, MeasureResult
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.task_scheduler.tuner import close_tuners
+from msviz.engine.task_scheduler.tuner import close_tuners, make_tuners
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
 from msviz.report import render_report
@@ -138,7 +138,10 @@ def test_wrong_schedule_is_marked_never_best_never_picked(tmp_path: Path,
     wd = tmp_path / "wd"
     session = tiny_session(wd, check="measured")
     mod = session.workload.mod
-    shared, tuners = session._worker.make_tuners()  # set up, one per task
+    warnings: list[str] = []
+    shared, tuners = make_tuners(session.config, session.tasks, work_dir=session.work_dir,
+                                 rules={0: session.rules}, emit=session.events.emit,
+                                 warn=warnings.append)  # set up, one per task
     tuner = tuners[0]
     events = []
     session.events.subscribe(events.append)

@@ -157,7 +157,7 @@ def test_infra_failures_are_stored_but_never_train_or_count(
     assert sum(u["trained_on"] for u in updates) == 8
     assert updates[-1]["samples"] == 8  # only real measurements train the model
     # The lost candidates are not "measured": only the 8 real trials are in the search's set.
-    assert len(session._tuner.search.measured) == 8
+    assert len(session.tuners[0].search.measured) == 8
 
 
 def test_infra_failures_three_batches_in_a_row_fail_the_session(

@@ -38,5 +38,5 @@ def test_logs_and_scheduler_history_use_the_median(tmp_path: Path, tiny_session:
     running = np.minimum.accumulate(medians_us)
     np.testing.assert_allclose(bests, flop / running / 1e3, rtol=1e-6, atol=1e-4)
     # The scheduler's best-latency history: the best median after each batch of 3.
-    np.testing.assert_allclose(session._tuner.best_history_ms,
+    np.testing.assert_allclose(session.tuners[0].best_history_ms,
                                [running[2] / 1e3, running[5] / 1e3], rtol=1e-9)

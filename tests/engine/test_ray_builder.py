@@ -128,7 +128,7 @@ def test_workers_killed_mid_build_give_infra_errors_never_trained_nor_counted(
     assert updates[-1]["samples"] == 8  # only real measurements train the model
     assert sum(u["trained_on"] for u in updates) == 8
     # the lost candidates are not in the search's measured set: they may be offered again
-    assert len(session._tuner.search.measured) == 8
+    assert len(session.tuners[0].search.measured) == 8
 
 
 def test_a_build_function_the_workers_cannot_import_is_an_infra_error(

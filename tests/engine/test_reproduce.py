@@ -16,6 +16,7 @@ import tvm
 
 import msviz
 from msviz.cli import main
+from msviz.engine.environment import config_of
 from msviz.engine.reproduce import redraw_first_batch
 from msviz.records.environment import rules_from_json
 from msviz.records.sidecar import SIDECAR_FILE
@@ -67,6 +68,9 @@ def test_the_sidecar_holds_the_environment(tuned: tuple[Any, Path, Path]) -> Non
     assert env["workload"] == {"name": "GMM-0", "source": "GMM-0"}
     assert env["model"] is None
     assert str(rules_from_json(env["rules"])) == str(session.rules)
+    # read back, the line is the session's config (what it does not keep: the defaults the
+    # tiny session kept too)
+    assert config_of(env) == session.config
     # Run.environment is that line (without the line's own "v" and "kind")
     assert msviz.open(work_dir).environment == {
         k: v for k, v in env.items() if k not in ("v", "kind")}

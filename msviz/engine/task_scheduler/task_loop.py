@@ -14,9 +14,12 @@ import contextlib
 import time
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
+
+if TYPE_CHECKING:  # msviz.engine.config imports this package's scheduler
+    from msviz.engine.config import SessionConfig
 
 __all__ = ["SCHEDULER_LOG", "STEERING", "TaskLoop"]
 
@@ -39,19 +42,21 @@ class TaskLoop:
         ``tuners()`` -> the session's current tuners, one per task.
     emit : callable
         ``emit(kind, task, **data)``: the session's event log.
+    config : SessionConfig
+        The session's settings: its trial budget, batch size and every task's budget at first
+        (``max_trials``, ``trials_per_batch``, ``max_trials_per_task``).
     name : str
         The session's name (the task of session-level events).
-    max_trials_per_task : int, optional
-        Every task's budget at first.
     log_dir : Path, optional
         Where the stock ``task_scheduler.log`` goes (None: not written, as for one PrimFunc).
     """
 
     def __init__(self, tasks: Sequence[Any], scheduler: scheduler_mod.TaskScheduler, *,
-                 tuners: Callable[[], list[Any]], emit: Callable[..., Any], name: str,
-                 max_trials_per_task: int | None = None, log_dir: Path | None = None,
+                 config: SessionConfig, tuners: Callable[[], list[Any]],
+                 emit: Callable[..., Any], name: str, log_dir: Path | None = None,
                  timeit: Callable[[str], Any] | None = None) -> None:
         n = len(tasks)
+        self.config = config
         self.timeit = timeit or (lambda _stage: contextlib.nullcontext())
         self.tasks = list(tasks)
         self.scheduler = scheduler
@@ -59,7 +64,7 @@ class TaskLoop:
         self.emit = emit
         self.name = name
         self.log_dir = log_dir
-        self.budget: list[int | None] = [max_trials_per_task] * n
+        self.budget: list[int | None] = [config.max_trials_per_task] * n
         self.pinned = [False] * n
         self.skipped = [False] * n
         #: Why each task ended (None while it goes on).
@@ -191,12 +196,13 @@ class TaskLoop:
         except OSError as err:  # never let logging stop tuning
             self.emit("warning", self.name, message=f"task scheduler log: {err}")
 
-    def drive(self, max_trials: int, trials_per_batch: int
-              ) -> Generator[str, None, str]:
-        """``TaskScheduler::Tune``, one batch at a time: pick a task, run one batch of it.
+    def drive(self) -> Generator[str, None, str]:
+        """``TaskScheduler::Tune``, one batch at a time: pick a task, run one batch of it, until
+        the config's ``max_trials`` (batches of at most ``trials_per_batch``).
 
         Yields ``"stage"``/``"batch"`` (the pause points); returns why tuning ended.
         """
+        max_trials, trials_per_batch = self.config.max_trials, self.config.trials_per_batch
         while True:
             tuners = self.tuners()
             trials_done = sum(t.trials_done for t in tuners)

@@ -4,8 +4,9 @@
 ``"batch"`` after the measured batch, which is where the session pauses, stops and applies
 commands (the task loop, :mod:`msviz.engine.task_scheduler.task_loop`, drives it). The
 search is one driver per strategy (:mod:`msviz.engine.search.evolution`,
-:mod:`msviz.engine.search.replay`); the measure-callback steps live in
-:mod:`msviz.engine.measure.callbacks`, re-measurement in :mod:`msviz.engine.measure.remeasure`.
+:mod:`msviz.engine.search.replay`), made by :func:`msviz.engine.search.create`; the
+measure-callback steps live in :mod:`msviz.engine.measure.callbacks`, re-measurement in
+:mod:`msviz.engine.measure.remeasure`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import threading
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msviz import compat
 from msviz.engine.measure import callbacks
@@ -24,10 +25,10 @@ from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.remeasure import index_stored_lines, remeasure
 from msviz.engine.measure.results import UNMEASURED_KINDS
 from msviz.engine.profile import Profile
+from msviz.engine.search import factory as search_strategies
 from msviz.engine.search.candidates import decisions_of
 from msviz.engine.search.evolution import EvolutionarySearch
 from msviz.engine.search.generation import Generation
-from msviz.engine.search.presets import SearchKnobs
 from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.replay import ReplayTrace
 from msviz.engine.task_scheduler.stored import (
@@ -51,6 +52,9 @@ from msviz.records.sidecar import QUARANTINE_KIND, SidecarWriter
 from msviz.space_generator.intrinsics import unused as unused_intrins
 from msviz.space_generator.rules import RuleSet
 
+if TYPE_CHECKING:  # msviz.engine.config imports this package's scheduler
+    from msviz.engine.config import SessionConfig
+
 __all__ = [
     "INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "NoDesignSpaceError", "SharedParts",
     "Tuner", "close_tuners", "make_tuners", "task_seed",
@@ -71,18 +75,18 @@ class InfrastructureError(MsvizError, RuntimeError):
 class SharedParts:
     """What every task of a session shares, as MetaSchedule's ``TaskScheduler`` shares it: the
     JSON database (one work dir, one record-line counter), the XGBoost cost model, the builder
-    and runner (:class:`Measurer`) and msviz's sidecar.
+    and runner (:class:`Measurer`) and msviz's sidecar, made from the session's config (target,
+    knobs, threads, builder and runner) for its work dir.
 
     Call :meth:`open` on the worker thread (``warn(message)`` reports repairs).
     """
 
-    def __init__(self, *, work_dir: Path, target: Any, knobs: SearchKnobs, num_threads: int,
-                 measurer_options: dict) -> None:
+    def __init__(self, config: SessionConfig, *, work_dir: Path) -> None:
         self.work_dir = Path(work_dir)
-        self.target = target
-        self.knobs = knobs
-        self.num_threads = num_threads
-        self.measurer_options = measurer_options
+        self.target = config.target
+        self.knobs = config.knobs
+        self.num_threads = config.num_threads
+        self.measurer_options = config.measurer_options()
         self.measurer: Measurer | None = None
         self.ready = False
 
@@ -118,30 +122,38 @@ class SharedParts:
 class Tuner:
     """Everything one task's tuning needs: context, spaces, search, database, sidecar, measurer.
 
-    Parameters are the Session's (see :class:`msviz.Session`); ``emit(kind, task, **data)``
-    appends an event. Call :meth:`setup` on the worker thread first.
+    Parameters
+    ----------
+    config : SessionConfig
+        The session's settings (target, knobs, strategy, threads, check, builder and runner).
+    workload, work_dir, rules, seed, task_index
+        The task's workload, the session's work dir, the task's rules now, seed
+        (:func:`task_seed`) and index.
+    emit : callable
+        ``emit(kind, task, **data)`` appends an event.
+    shared : SharedParts, optional
+        The parts every task shares (its own, opened by :meth:`setup`, if None).
+    profile : Profile, optional
+        The session's profile (None: nothing is timed). Call :meth:`setup` on the worker
+        thread first.
     """
 
-    def __init__(self, *, workload: Any, target: Any, work_dir: Path, knobs: SearchKnobs,
-                 strategy: str, rules: RuleSet, seed: int, num_threads: int, max_trials: int,
-                 trials_per_batch: int, measurer_options: dict, emit: Any,
-                 task_index: int = 0, shared: SharedParts | None = None,
-                 check: str = "best", profile: Profile | None = None) -> None:
+    def __init__(self, config: SessionConfig, *, workload: Any, work_dir: Path, rules: RuleSet,
+                 seed: int, emit: Any, task_index: int = 0, shared: SharedParts | None = None,
+                 profile: Profile | None = None) -> None:
+        self.config = config
         self.workload = workload
         #: The session's profile (None: nothing is timed).
         self.profile = profile
-        self.checker = ResultChecker(workload.mod, target, seed=seed, mode=check)
+        self.checker = ResultChecker(workload.mod, config.target, seed=seed, mode=config.check)
         self.task = workload.name
-        self.target = target
+        self.target = config.target
         self.work_dir = Path(work_dir)
-        self.knobs = knobs
-        self.strategy = strategy
+        self.knobs = config.knobs
         self.rules = rules
         self.seed = seed
-        self.num_threads = num_threads
-        self.max_trials = max_trials
-        self.trials_per_batch = trials_per_batch
-        self.measurer_options = measurer_options
+        self.num_threads = config.num_threads
+        self.measurer_options = config.measurer_options()
         self._emit = emit
         self.task_index = task_index
         self.batch = 0
@@ -160,9 +172,8 @@ class Tuner:
         self._space_changed = False
         self._infra_batches = 0
         self._own_shared = shared is None
-        self.shared = shared if shared is not None else SharedParts(
-            work_dir=self.work_dir, target=target, knobs=knobs, num_threads=num_threads,
-            measurer_options=measurer_options)
+        self.shared = shared if shared is not None else SharedParts(config,
+                                                                    work_dir=self.work_dir)
         #: Best latency (ms) of all trials so far after each batch (the task scheduler's
         #: ``best_latency_history_``; 1e9 while none ran); continues on resume.
         self.best_history_ms: list[float] = []
@@ -290,15 +301,12 @@ class Tuner:
              "decisions": decisions_of(s.trace)} for i, s in enumerate(spaces)])
         if self.search is not None:
             self.search.set_space(self.context, spaces)
-        elif self.strategy == "replay":
-            self.search = ReplayTrace(self.context, spaces, seed=self.seed,
-                                      num_threads=self.num_threads, quarantine=self.quarantine)
         else:
-            self.search = EvolutionarySearch(
-                self.context, spaces, self.database, self.token, self.cost_model, self.knobs,
-                seed=self.seed, num_threads=self.num_threads, line_of=self.line_of,
-                quarantine=self.quarantine)
-            self.search.timeit = self.timeit
+            self.search = search_strategies.create(
+                self.config.strategy, self.context, spaces, seed=self.seed,
+                num_threads=self.num_threads, quarantine=self.quarantine,
+                database=self.database, workload=self.token, cost_model=self.cost_model,
+                knobs=self.knobs, line_of=self.line_of, timeit=self.timeit)
 
     def report_quarantine(self) -> None:
         """A ``quarantine`` event and a sidecar line for each entry that changed."""
@@ -473,34 +481,31 @@ def task_seed(seed: int, index: int) -> int:
     return (seed - 1 + index * 7919) % (2**31 - 2) + 1
 
 
-def make_tuners(tasks: list, *, rules: dict, seed: int, emit: Any, warn: Any,
-                **options: Any) -> tuple[SharedParts, list[Tuner]]:
+def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: dict,
+                emit: Any, warn: Any, profile: Profile | None = None
+                ) -> tuple[SharedParts, list[Tuner]]:
     """The parts all tasks share (database, cost model, sidecar, measurer) and one tuner per
     task, set up on the calling thread; everything is closed again if one fails.
 
     Parameters
     ----------
-    tasks : list of ModelTask
-        The session's tasks.
+    config : SessionConfig
+        The session's settings (each task's seed is :func:`task_seed` of its seed).
+    tasks, work_dir : list of ModelTask, Path
+        The session's tasks and work dir.
     rules : dict
-        Each task index's RuleSet.
-    seed : int
-        The session's seed (each task's is :func:`task_seed`).
-    emit, warn : callable
-        The session's event log and its ``warning`` event.
-    **options
-        The rest of :class:`Tuner`'s parameters (``target``, ``work_dir``, ``knobs``, ...).
+        Each task index's RuleSet now.
+    emit, warn, profile : callable, callable, Profile or None
+        The session's event log, its ``warning`` event and its profile.
     """
-    shared = SharedParts(work_dir=options["work_dir"], target=options["target"],
-                         knobs=options["knobs"], num_threads=options["num_threads"],
-                         measurer_options=options["measurer_options"])
+    shared = SharedParts(config, work_dir=work_dir)
     shared.open(warn)
     tuners: list[Tuner] = []
     try:
         for task in tasks:
-            tuner = Tuner(workload=task.workload, rules=rules[task.index],
-                          seed=task_seed(seed, task.index), emit=emit, task_index=task.index,
-                          shared=shared, **options)
+            tuner = Tuner(config, workload=task.workload, work_dir=work_dir,
+                          rules=rules[task.index], seed=task_seed(config.seed, task.index),
+                          emit=emit, task_index=task.index, shared=shared, profile=profile)
             tuners.append(tuner)
             tuner.setup()
         if all(t.search is None for t in tuners):
