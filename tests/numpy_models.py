@@ -85,6 +85,9 @@ class NumpyGraph(Graph):
     def emit(self, expr: Any) -> Any:
         return expr
 
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
     def layer_norm(self, x: Any, weights: tuple[Any, Any]) -> Any:
         return layer_norm(x, *weights)
 
@@ -114,5 +117,5 @@ class NumpyGraph(Graph):
 
 def forward(name: str, x: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """Catalogue model ``name`` (weights of ``seed``) run on ``x`` in float64."""
-    body, _entry, fold_bn = MODELS[name]
-    return body(NumpyGraph(seed, fold_bn), np.asarray(x, dtype=np.float64))
+    found = MODELS[name]
+    return found.body(NumpyGraph(seed, found.fold_bn), np.asarray(x, dtype=np.float64))
