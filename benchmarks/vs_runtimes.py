@@ -15,7 +15,8 @@ Catalogue ``resnet50`` and ``mobilenetv2`` at 224x224 and ``bert-base`` at seque
   (its wall is printed), then ``compile_relax`` with its work dir.
 
 Each runtime is timed in ``--processes`` fresh processes (model timings on these small shared
-VMs can be bimodal per process): each process warms up, then times ``--rounds`` rounds of runs
+VMs can be bimodal per process): each process warms up (``--warmup-s``, at least 3 runs),
+then times ``--rounds`` rounds of runs
 from Python (the same loop for every runtime: call, wait for the output) and keeps the median
 round; the least over processes and the spread (largest / least) are printed, with the ratio
 to ONNX Runtime's least. Every output is checked against the untuned TVM build's: the largest
@@ -163,17 +164,25 @@ def _runner(runtime: str, name: str, files: Path, threads: int) -> Any:
 
 
 def time_runtime(runtime: str, name: str, files: Path, threads: int, rounds: int,
-                 round_s: float) -> dict[str, Any]:
-    """Build, warm up and time one runtime in this process; writes its output to FILES."""
+                 round_s: float, warmup_s: float) -> dict[str, Any]:
+    """Build, warm up and time one runtime in this process; writes its output to FILES.
+
+    The warm-up runs for ``warmup_s`` seconds and at least 3 runs after the first: PyTorch's
+    eager convolutions (oneDNN) were seen to take 20x their later time for their first few
+    runs here.
+    """
     x = np.load(files / "x.npy")
     tic = time.perf_counter()
     run = _runner(runtime, name, files, threads)
     out = run(x)  # the first run: torch.compile compiles here
     setup_s = time.perf_counter() - tic
-    tic = time.perf_counter()
-    run(x)
-    first = time.perf_counter() - tic
-    number = max(1, int(round_s / max(first, 1e-6)))
+    start, warm = time.perf_counter(), 0
+    while warm < 3 or time.perf_counter() - start < warmup_s:
+        tic = time.perf_counter()
+        run(x)
+        last = time.perf_counter() - tic
+        warm += 1
+    number = max(1, int(round_s / max(last, 1e-6)))
     times = []
     for _ in range(rounds):
         tic = time.perf_counter()
@@ -181,7 +190,8 @@ def time_runtime(runtime: str, name: str, files: Path, threads: int, rounds: int
             run(x)
         times.append((time.perf_counter() - tic) / number)
     np.save(files / f"out-{runtime}.npy", np.asarray(out, dtype="float32"))
-    return {"ms": float(np.median(times)) * 1e3, "setup_s": setup_s, "runs": number * rounds}
+    return {"ms": float(np.median(times)) * 1e3, "setup_s": setup_s, "runs": number * rounds,
+            "warmup_runs": warm}
 
 
 # -- builds and tuning (children) -------------------------------------------------------------
@@ -292,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="fresh processes timing each runtime (>= 2)")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per process")
     parser.add_argument("--round-s", type=float, default=0.5, help="seconds a round lasts")
+    parser.add_argument("--warmup-s", type=float, default=3.0,
+                        help="seconds of untimed runs first (and at least 3 runs)")
     parser.add_argument("--rtol", type=float, default=1e-4,
                         help="largest output difference / the output's largest magnitude")
     parser.add_argument("--files", default=None, help="keep the builds here (default: temp)")
@@ -305,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.time:  # child: one runtime's timing
         print(json.dumps(time_runtime(args.time[0], args.time[1], Path(args.files),
-                                      args.threads, args.rounds, args.round_s)))
+                                      args.threads, args.rounds, args.round_s,
+                                      args.warmup_s)))
         return 0
 
     names = [n.strip() for n in args.models.split(",") if n.strip()]
@@ -323,8 +336,9 @@ def main(argv: list[str] | None = None) -> int:
             runtimes = [r for r in runtimes if not r.startswith(prefix)]
     root = Path(args.files or tempfile.mkdtemp(prefix="msviz-vs-runtimes-"))
     print("\n".join(machine()))
-    print(f"threads {args.threads}; {args.processes} fresh processes per runtime, median of "
-          f"{args.rounds} rounds of ~{args.round_s} s each; tolerance {args.rtol:g} of the "
+    print(f"threads {args.threads}; {args.processes} fresh processes per runtime, each "
+          f"{args.warmup_s} s (>= 3 runs) of warm-up then the median of {args.rounds} rounds "
+          f"of ~{args.round_s} s; tolerance {args.rtol:g} of the "
           f"output's scale against tvm-untuned; msviz tuning budget {args.trials} trials; "
           f"files in {root}", flush=True)
     for name in names:
@@ -345,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
             for runtime in runtimes:
                 results[runtime].append(_child(["--time", runtime, name, *common,
                                                 "--rounds", str(args.rounds),
-                                                "--round-s", str(args.round_s)]))
+                                                "--round-s", str(args.round_s),
+                                                "--warmup-s", str(args.warmup_s)]))
         ref_path = files / "out-tvm-untuned.npy"
         ref = np.load(ref_path).astype("float64") if ref_path.is_file() else None
         least = {r: min((t["ms"] for t in res if "ms" in t), default=None)
