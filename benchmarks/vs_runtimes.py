@@ -17,10 +17,10 @@ Catalogue ``resnet50`` and ``mobilenetv2`` at 224x224 and ``bert-base`` at seque
 Each runtime is timed in ``--processes`` fresh processes (model timings on these small shared
 VMs can be bimodal per process): each process warms up (``--warmup-s``, at least 3 runs),
 then times ``--rounds`` rounds of runs from Python (the same loop for every runtime: call, wait
-for the output) and keeps the median round; the least over processes and the spread (largest / least) are printed, with the ratio
-to ONNX Runtime's least. Every output is checked against the untuned TVM build's: the largest
-difference over the output's largest magnitude must stay under ``--rtol`` (default 1e-4,
-float32 through up to 50 layers with other summation orders).
+for the output) and keeps the median round; the least over processes and the spread (largest /
+least) are printed, with the ratio to ONNX Runtime's least. Every output is checked against
+the untuned TVM build's: the largest difference over the output's largest magnitude must stay
+under ``--rtol`` (default 1e-4: float32 through up to 50 layers, other summation orders).
 
 ::
 
@@ -57,7 +57,7 @@ class TorchGraph(Graph):
 
     def __init__(self, seed: int = 0, fold_bn: bool = False) -> None:
         import torch
-        import torch.nn.functional as F  # noqa: N812 - PyTorch's own name
+        import torch.nn.functional as F
 
         self.torch, self.F = torch, F
         self.fold_bn = fold_bn

@@ -29,7 +29,7 @@ def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> np.ndarray:
     """NCHW x OIHW, symmetric zero padding, ``groups`` groups (depthwise when ``groups`` is
     the channel count)."""
-    n, c, _, _ = x.shape
+    n = x.shape[0]
     o, cg, k, _ = w.shape
     x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     win = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]  # N C H W k k
