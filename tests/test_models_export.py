@@ -148,6 +148,17 @@ def test_onnx_export_has_the_seeds_weights(tmp_path: Path) -> None:
                                                                     ("y", [1, 16, 16, 16])]
 
 
+def test_onnx_graph_shape_of_a_layer() -> None:
+    """The recipes ask for their input's shape; a layer's comes from ONNX shape inference."""
+    require("onnx", "msviz[onnx]")
+    from msviz.models.onnx_export import OnnxGraph
+
+    g = OnnxGraph(0)
+    g.shapes["x"] = (4, 64)
+    h = g.op.permute_dims(g.linear("x", 64, 8), [1, 0])
+    assert (g.shape("x"), g.shape(h)) == ((4, 64), (8, 4))
+
+
 def test_onnx_export_without_onnx_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnx", None)  # as if the extra were not installed
     with pytest.raises(WorkloadError, match=r"pip install msviz\[onnx\]"):
