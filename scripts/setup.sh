@@ -25,8 +25,8 @@ stamp=".venv/.msviz-setup-$(sha1sum pyproject.toml | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing msviz and its dependencies into .venv (a few minutes the first time)"
   .venv/bin/python -m pip install -q -U pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q -e ".[dev,onnx,ray,parquet]" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import msviz, tvm, xgboost, plotly, ipywidgets, anywidget, ray, pyarrow"
+  .venv/bin/python -m pip install -q -e ".[dev,onnx,compare,ray,parquet]" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import msviz, tvm, xgboost, plotly, ipywidgets, anywidget, ray, pyarrow, onnxruntime"
   rm -f .venv/.msviz-setup-*
   touch "$stamp"
 fi

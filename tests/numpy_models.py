@@ -29,7 +29,7 @@ def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> np.ndarray:
     """NCHW x OIHW, symmetric zero padding, ``groups`` groups (depthwise when ``groups`` is
     the channel count)."""
-    n, c, _, _ = x.shape
+    n = x.shape[0]
     o, cg, k, _ = w.shape
     x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     win = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]  # N C H W k k
@@ -85,6 +85,9 @@ class NumpyGraph(Graph):
     def emit(self, expr: Any) -> Any:
         return expr
 
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
     def layer_norm(self, x: Any, weights: tuple[Any, Any]) -> Any:
         return layer_norm(x, *weights)
 
@@ -114,5 +117,5 @@ class NumpyGraph(Graph):
 
 def forward(name: str, x: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """Catalogue model ``name`` (weights of ``seed``) run on ``x`` in float64."""
-    body, _entry, fold_bn = MODELS[name]
-    return body(NumpyGraph(seed, fold_bn), np.asarray(x, dtype=np.float64))
+    found = MODELS[name]
+    return found.body(NumpyGraph(seed, found.fold_bn), np.asarray(x, dtype=np.float64))

@@ -10,13 +10,15 @@ spec, an ``.onnx`` file (needs the ``onnx`` extra), or a name of the catalogue (
 small real models built in Relax, no downloads.
 
 Modules: ``model`` (:class:`Model`, :class:`ModelTask`, lowering), ``sources`` (:func:`load` and
-the ``from_*`` readers), ``graph`` (the Relax builder the catalogue uses) and ``zoo`` (the
-catalogue).
+the ``from_*`` readers), ``graph`` (the Relax builder the catalogue uses), ``zoo`` (the
+catalogue; :func:`build` takes another input size) and ``onnx_export`` (:func:`export_onnx`: a
+catalogue model as an ONNX file with the same weights, for other runtimes).
 """
 
 from __future__ import annotations
 
 from msviz.models.model import Model, ModelTask, lower
+from msviz.models.onnx_export import export_onnx
 from msviz.models.sources import from_nn, from_onnx, from_relax, is_model, load
 from msviz.models.zoo import MODELS, CatalogueEntry, build, catalogue
 
@@ -27,6 +29,7 @@ __all__ = [
     "ModelTask",
     "build",
     "catalogue",
+    "export_onnx",
     "from_nn",
     "from_onnx",
     "from_relax",

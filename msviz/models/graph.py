@@ -49,6 +49,10 @@ class Graph:
     def emit(self, expr: Any) -> Any:
         return self.bb.emit(expr)
 
+    def shape(self, x: Any) -> tuple[int, ...]:
+        """The static shape of ``x`` (the input or a layer's output) as ints."""
+        return tuple(int(d) for d in x.ty.shape.values)
+
     # -- dense layers ----------------------------------------------------------------------------
 
     def dense_weights(self, n_in: int, n_out: int, scale: float = 0.1) -> tuple[Any, Any]:

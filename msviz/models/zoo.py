@@ -18,7 +18,7 @@ from msviz.errors import WorkloadError
 from msviz.models.graph import Graph, function
 from msviz.models.model import Model, inputs_of
 
-__all__ = ["MODELS", "CatalogueEntry", "Recipe", "build", "catalogue"]
+__all__ = ["MODELS", "CatalogueEntry", "Recipe", "build", "catalogue", "recipe"]
 
 
 def _mlp(g: Graph, x: Any) -> Any:
@@ -115,12 +115,11 @@ def _mobilenetv2(g: Graph, x: Any) -> Any:
 # -- transformers ------------------------------------------------------------------------------
 
 
-def _attention(g: Graph, x: Any, shape: tuple[int, int], heads: int,
-               weights: list[tuple[Any, Any]]) -> Any:
+def _attention(g: Graph, x: Any, heads: int, weights: list[tuple[Any, Any]]) -> Any:
     """Multi-head self-attention of ``x`` (seq, dim), no mask: ``softmax(q k^T / sqrt(d)) v``
     per head, the heads merged and projected; ``weights`` are the q, k, v and output layers."""
     op = g.op
-    seq, dim = shape
+    seq, dim = g.shape(x)
     head = dim // heads
 
     def split(v: Any) -> Any:  # (seq, dim) -> (heads, seq, head)
@@ -134,30 +133,32 @@ def _attention(g: Graph, x: Any, shape: tuple[int, int], heads: int,
     return g.affine(att, weights[3])
 
 
-def _transformer_block(g: Graph, x: Any, seq: int = 16, dim: int = 32, heads: int = 2) -> Any:
-    """Pre-norm block: ``x + attention(norm(x))``, then ``+ mlp(norm(.))``."""
+def _transformer_block(g: Graph, x: Any, heads: int = 2) -> Any:
+    """Pre-norm block: ``x + attention(norm(x))``, then ``+ mlp(norm(.))``; ``x`` is
+    (seq, dim)."""
+    dim = g.shape(x)[-1]
     h = g.layer_norm(x, g.norm_weights(dim))
     attention = [g.dense_weights(dim, dim) for _ in range(4)]
-    x = g.emit(g.op.add(x, _attention(g, h, (seq, dim), heads, attention)))
+    x = g.emit(g.op.add(x, _attention(g, h, heads, attention)))
     h = g.emit(g.op.nn.gelu(g.linear(g.layer_norm(x, g.norm_weights(dim)), dim, 2 * dim)))
     return g.emit(g.op.add(x, g.linear(h, 2 * dim, dim)))
 
 
-def _bert_base(g: Graph, x: Any, seq: int = 32, layers: int = 12, dim: int = 768,
-               heads: int = 12, ffn: int = 3072) -> Any:
-    """BERT-base's encoder: post-norm layers ``x = norm(x + attention(x))``, then ``x = norm(x
-    + ffn(x))`` with a GELU FFN; no embeddings, no mask.
+def _bert_base(g: Graph, x: Any, layers: int = 12, heads: int = 12, ffn: int = 3072) -> Any:
+    """BERT-base's encoder on ``x`` (seq, 768): post-norm layers ``x = norm(x +
+    attention(x))``, then ``x = norm(x + ffn(x))`` with a GELU FFN; no embeddings, no mask.
 
     The layers share one set of weights (the same Relax constants in each): the tasks and their
     weights are those of 12 sets (a task's weights are its arguments, not part of its TensorIR),
     at a twelfth of the memory.
     """
+    dim = g.shape(x)[-1]
     attention = [g.dense_weights(dim, dim, dim ** -0.5) for _ in range(4)]
     norm1 = g.norm_weights(dim)
     up, down = g.dense_weights(dim, ffn, dim ** -0.5), g.dense_weights(ffn, dim, ffn ** -0.5)
     norm2 = g.norm_weights(dim)
     for _ in range(layers):
-        x = g.emit(g.op.add(x, _attention(g, x, (seq, dim), heads, attention)))
+        x = g.emit(g.op.add(x, _attention(g, x, heads, attention)))
         x = g.layer_norm(x, norm1)
         h = g.emit(g.op.nn.gelu(g.affine(x, up)))
         x = g.layer_norm(g.emit(g.op.add(x, g.affine(h, down))), norm2)
@@ -202,24 +203,32 @@ class CatalogueEntry:
 
 
 class Recipe(NamedTuple):
-    """How the catalogue builds a model: the body on a :class:`Graph`, its entry, and whether
-    batch norm is folded into the convolutions (see :class:`Graph`)."""
+    """How the catalogue builds a model: the body on a :class:`Graph`, its entry, whether batch
+    norm is folded into the convolutions (see :class:`Graph`), the names of its input's axes and
+    which of them :func:`build` may resize (the body reads their sizes off the input)."""
 
     body: Callable[[Graph, Any], Any]
     entry: CatalogueEntry
     fold_bn: bool = False
+    axes: tuple[str, ...] = ("batch", "channels", "height", "width")
+    resizable: tuple[str, ...] = ("height", "width")
+
+
+#: The axes of a sequence model's input: its length may change, its hidden size not.
+_SEQUENCE = {"axes": ("seq", "hidden"), "resizable": ("seq",)}
 
 
 #: Catalogue models by name.
 MODELS: dict[str, Recipe] = {
     "mlp": Recipe(_mlp, CatalogueEntry(
-        "MLP 64-128-128-128-10 with softmax, batch 4", (4, 64), 4, 5, 341_192)),
+        "MLP 64-128-128-128-10 with softmax, batch 4", (4, 64), 4, 5, 341_192),
+        axes=("batch", "features"), resizable=("batch",)),
     "resnet-block": Recipe(_resnet_block, CatalogueEntry(
         "ResNet basic block: conv-bn-relu, conv-bn, residual add, relu (16 ch, 16x16)",
         (1, 16, 16, 16), 3, 4, 2_404_384)),
     "transformer-block": Recipe(_transformer_block, CatalogueEntry(
         "transformer block: layer norm, 2-head attention, MLP (seq 16, dim 32)", (16, 32),
-        11, 15, 317_472)),
+        11, 15, 317_472), **_SEQUENCE),
     "resnet18": Recipe(_resnet18, CatalogueEntry(
         "ResNet-18-shaped network (8 basic blocks, 16-128 ch) at 32x32 input", (1, 3, 32, 32),
         25, 40, 70_911_802)),
@@ -233,7 +242,8 @@ MODELS: dict[str, Recipe] = {
         fold_bn=True),
     "bert-base": Recipe(_bert_base, CatalogueEntry(
         "BERT-base encoder (12 post-norm layers, hidden 768, 12 heads, FFN 3072, GELU; the "
-        "layers share one set of weights), seq 32", (32, 768), 11, 180, 5_488_755_456)),
+        "layers share one set of weights), seq 32", (32, 768), 11, 180, 5_488_755_456),
+        **_SEQUENCE),
 }
 
 
@@ -249,11 +259,55 @@ def catalogue() -> dict[str, CatalogueEntry]:
     return {name: recipe.entry for name, recipe in MODELS.items()}
 
 
-def build(name: str, *, seed: int = 0) -> Model:
-    """A catalogue model by name (see :func:`catalogue`); weights random with ``seed``."""
+def recipe(name: str, input_shape: Any = None) -> tuple[str, Recipe, tuple[int, ...]]:
+    """The catalogue key, recipe and input shape of model ``name`` built at ``input_shape``
+    (the entry's when None); a name not in the catalogue or a shape it cannot take raises
+    :class:`WorkloadError` naming what is wrong."""
     key = name.strip().lower() if isinstance(name, str) else name
     if key not in MODELS:
         raise WorkloadError(f"unknown model {name!r}; catalogue models: {', '.join(MODELS)}")
-    body, entry, fold_bn = MODELS[key]
-    mod = function(entry.input_shape, body, seed, fold_bn)
-    return Model(key, mod, "main", inputs_of(mod, "main"), entry.description)
+    found = MODELS[key]
+    default = found.entry.input_shape
+    if input_shape is None:
+        return key, found, default
+    axes = found.axes
+    layout = f"({', '.join(axes)})"
+    try:
+        shape = tuple(input_shape)
+    except TypeError:
+        raise WorkloadError(f"input_shape of {key} must be a tuple {layout}, got "
+                            f"{input_shape!r}") from None
+    if len(shape) != len(axes):
+        raise WorkloadError(f"input_shape of {key} must have {len(axes)} axes {layout}, got "
+                            f"{len(shape)}: {shape}")
+    bad = [d for d in shape if isinstance(d, bool) or not isinstance(d, int) or d <= 0]
+    if bad:
+        raise WorkloadError(f"input_shape of {key} must be positive ints {layout}, got {shape}")
+    for axis, size, fixed in zip(axes, shape, default):
+        if axis not in found.resizable and size != fixed:
+            raise WorkloadError(
+                f"{key} takes {axis} {fixed} (input {layout}; it can change "
+                f"{' and '.join(found.resizable)}), got {axis} {size} in {shape}")
+    return key, found, shape
+
+
+def build(name: str, *, seed: int = 0, input_shape: tuple[int, ...] | None = None) -> Model:
+    """A catalogue model by name (see :func:`catalogue`), its weights random with ``seed``.
+
+    Parameters
+    ----------
+    name : str
+        A catalogue model.
+    seed : int
+        Seed of the random weights: the same seed gives the same weights at any input size.
+    input_shape : tuple of int, optional
+        Build it for another input size: a convnet's height and width (``(1, 3, 224, 224)``),
+        a sequence model's length (``(128, 768)`` for ``bert-base``), the MLP's batch. The
+        other axes are the entry's; the description then says the size.
+    """
+    key, found, shape = recipe(name, input_shape)
+    mod = function(shape, found.body, seed, found.fold_bn)
+    description = found.entry.description
+    if shape != found.entry.input_shape:
+        description += f"; built at input {'x'.join(map(str, shape))}"
+    return Model(key, mod, "main", inputs_of(mod, "main"), description)
