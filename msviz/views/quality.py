@@ -225,5 +225,13 @@ def time_to_quality_figure(infos: TimeToQualityInfo | Sequence[TimeToQualityInfo
         why = "no measured batch yet" if not any(i.seconds for i in infos) else \
             "unknown until every task has a successful trial or an untuned time"
         return note_figure(fig, why)
+    late = [i for i in infos if i.missing and any(math.isnan(v) for v in i.estimate_us)]
+    if late:  # the curve starts late: say why, above the plot
+        names = ", ".join(i.name or "run" for i in late)
+        fig.add_annotation(
+            text=f"{names}: no untuned time for {sum(len(i.missing) for i in late)} task(s) "
+                 "(a stock work dir), so the curve starts once every task has a trial",
+            x=0, y=1, xref="paper", yref="paper", xanchor="left", yanchor="bottom", yshift=4,
+            showarrow=False, font={"size": 11, "color": "#666"})
     fig.update_yaxes(**log_axis(ys))
     return fig

@@ -63,8 +63,13 @@ def test_figure_draws_the_known_points_of_each_run() -> None:
     assert fig.layout.yaxis.title.text == "Estimated model latency (µs)"
     assert fig.layout.xaxis.title.text == "Wall time (s)"
     assert fig.layout.yaxis.type == "log"
+    # "two" starts late (no untuned time for c): the figure says why, "one" needs no note
+    assert [a.text for a in fig.layout.annotations] == [
+        "two: no untuned time for 1 task(s) (a stock work dir), so the curve starts once every "
+        "task has a trial"]
     by_trial = time_to_quality_figure(one, x="trial")
     assert list(by_trial.data[0].x) == [0, 4, 8, 12, 14, 18]
+    assert by_trial.layout.annotations == ()
     with pytest.raises(ValueError, match="x must be"):
         time_to_quality_figure(one, x="seconds")
 
