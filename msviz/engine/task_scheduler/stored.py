@@ -23,7 +23,6 @@ a stored schedule outside the sample may be measured again (once).
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
+from msviz.engine.task_scheduler.work_dir_database import read_tuning_records
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
 
@@ -43,11 +43,11 @@ TRAIN_AT_MOST = 256
 
 
 class StoredRecords:
-    """A work dir's records and sidecar trials, read once (on first use) for every task;
-    ``database`` (a :class:`~msviz.engine.task_scheduler.work_dir_database.WorkDirDatabase`)
-    lends the records it read."""
+    """A work dir's records (those ``database``, a
+    :class:`~msviz.engine.task_scheduler.work_dir_database.WorkDirDatabase`, read) and sidecar
+    trials, read once (on first use) for every task."""
 
-    def __init__(self, work_dir: str | Path, database: Any = None) -> None:
+    def __init__(self, work_dir: str | Path, database: Any) -> None:
         self.work_dir = Path(work_dir)
         self._database = database
         self._lock = threading.Lock()
@@ -58,18 +58,8 @@ class StoredRecords:
         with self._lock:
             if self._by_workload is not None:
                 return
-            wd = self.work_dir
-            by: dict[int, list[db_files.RecordLine]] = {}
-            path = wd / db_files.RECORD_FILE
-            if self._database is not None:
-                by = self._database.stored_records()
-            elif path.is_file():
-                num = len(db_files.read_workloads(wd / db_files.WORKLOAD_FILE)) \
-                    if (wd / db_files.WORKLOAD_FILE).is_file() else 0
-                for rec in db_files.read_records(path, num):
-                    by.setdefault(rec.workload, []).append(rec)
-            self._trials = read_sidecar(wd).trials
-            self._by_workload = by
+            self._trials = read_sidecar(self.work_dir).trials
+            self._by_workload = self._database.stored_records()
 
     def of(self, workload_index: int) -> list[db_files.RecordLine]:
         """The records of one workload (by its line in the workload file), in file order."""
@@ -115,15 +105,11 @@ def stored_candidates(path: Path, records: Iterable[db_files.RecordLine], worklo
     """Replay the traces of ``records`` (lines of the record file at ``path``) on ``workload``
     (the task's database Workload): the measure candidates, and the lines that would not
     replay (skipped)."""
-    out, bad = [], []
-    with open(path, "rb") as f:
-        for rec in records:
-            f.seek(rec.offset)
-            try:
-                body = json.loads(f.readline())[1]
-                compat.register_intrins_for(body)
-                record = compat.TuningRecord.from_json(body, workload)
-                out.append((rec, record.as_measure_candidate()))
-            except Exception:  # TVM's own error types: a trace that no longer replays
-                bad.append(rec.line)
+    read, bad = read_tuning_records(path, records, workload)
+    out = []
+    for rec, record in read:
+        try:
+            out.append((rec, record.as_measure_candidate()))
+        except Exception:  # TVM's own error types: a trace that no longer replays
+            bad.append(rec.line)
     return out, bad

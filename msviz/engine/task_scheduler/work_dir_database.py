@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ import tvm_ffi
 from msviz import compat
 from msviz.records import database as db_files
 
-__all__ = ["KEEP_TOP", "WorkDirDatabase"]
+__all__ = ["KEEP_TOP", "WorkDirDatabase", "read_tuning_records"]
 
 #: Stored records of one workload held in memory when a session opens a work dir: the
 #: fastest ones (``get_top_k`` asks for at most a population's share, 512 x 0.2 by default).
@@ -60,6 +61,23 @@ def _dumps(value: Any) -> str:
 
 def _valid(run_secs: tuple[float, ...] | None) -> bool:
     return bool(run_secs) and max(run_secs) < compat.FAILED_RUN_SECS  # type: ignore[arg-type]
+
+
+def read_tuning_records(path: Path, records: Iterable[db_files.RecordLine], workload: Any
+                        ) -> tuple[list[tuple[db_files.RecordLine, Any]], list[int]]:
+    """The ``TuningRecord`` of each of ``records`` (lines of the record file at ``path``, read
+    at their offsets) on ``workload``, and the lines whose trace TVM would not read."""
+    out, bad = [], []
+    with open(path, "rb") as f:
+        for rec in records:
+            f.seek(rec.offset)
+            try:
+                body = json.loads(f.readline())[1]
+                compat.register_intrins_for(body)
+                out.append((rec, compat.TuningRecord.from_json(body, workload)))
+            except Exception:  # TVM's own error types: a trace that no longer reads
+                bad.append(rec.line)
+    return out, bad
 
 
 class WorkDirDatabase:
@@ -144,16 +162,9 @@ class WorkDirDatabase:
         """Hold the ``keep_top`` fastest valid stored records of one workload."""
         records = [r for r in self.stored_records().get(index, ()) if _valid(r.run_secs)]
         records.sort(key=lambda r: (sum(r.run_secs) / len(r.run_secs), r.line))
-        with open(self.path_tuning_record, "rb") as f:
-            for rec in records[: self.keep_top]:
-                f.seek(rec.offset)
-                try:
-                    body = json.loads(f.readline())[1]
-                    compat.register_intrins_for(body)
-                    record = compat.TuningRecord.from_json(body, workload)
-                except Exception:  # a trace that no longer replays: not a candidate
-                    continue
-                self._memory.commit_tuning_record(record)
+        for _, record in read_tuning_records(self.path_tuning_record,
+                                             records[: self.keep_top], workload)[0]:
+            self._memory.commit_tuning_record(record)
 
     # -- records -------------------------------------------------------------------------------
 
