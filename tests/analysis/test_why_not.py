@@ -17,6 +17,10 @@ VNNI = "dot_16x4_vnni"
 needs_vnni = pytest.mark.skipif(
     not compat.target_has_features(compat.make_target("llvm"), ("avx512vnni",)),
     reason="this CPU has no AVX-512 VNNI")
+#: A VNNI CPU named explicitly: the tensorize analysis needs no VNNI host, so it runs on every one.
+VNNI_CPU = {"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2}
+#: An AVX2 CPU without VNNI.
+AVX2_CPU = {"kind": "llvm", "mcpu": "haswell", "num-cores": 2}
 
 #: GMM-0's tiles pinned (b, i, j, k extents 1, 128, 128, 128), so the loop nest is known.
 PINNED = {"b": [1, 1, 1, 1], "i": [8, 4, 2, 2], "j": [8, 4, 2, 2], "k": [64, 2]}
@@ -34,9 +38,8 @@ def dense(k: int, a_dtype: str = "uint8") -> Any:
     return compat.normalize_mod(te.create_prim_func([a, b, c]))
 
 
-@needs_vnni
 def test_tensorize_plain_dense_k30_names_the_extent_and_the_layout() -> None:
-    got = msviz.why_not(dense(30), tensorize=VNNI)
+    got = msviz.why_not(dense(30), target=VNNI_CPU, tensorize=VNNI)
     assert (got.possible, got.blocked_by) == (False, "MultiLevelTilingWithIntrin")
     # k = 30 = 7 * 4 + 2; B[j, k] rows are 30 int8 apart where vpdpbusd reads 16 rows 4 apart
     assert got.differences == (
@@ -52,13 +55,24 @@ def test_tensorize_plain_dense_k30_names_the_extent_and_the_layout() -> None:
     assert 'T.sblock("C"' in got.ir and got.schedule == "" and got.forced is None
 
 
-@needs_vnni
 def test_tensorize_names_the_dtypes() -> None:
-    got = why_not(dense(64, "int8"), tensorize=VNNI)
+    got = why_not(dense(64, "int8"), target=VNNI_CPU, tensorize=VNNI)
     assert (got.possible, got.blocked_by) == (False, "MultiLevelTilingWithIntrin")
     assert got.differences[0] == ("the intrinsic expects uint8 x int8 -> int32, block C "
                                   "computes int8 x int8 -> int32")
     assert "doesn't match the tensor intrin" in got.tvm_message
+
+
+def test_tensorize_packed_int8_dense_is_possible_on_a_vnni_cpu_only() -> None:
+    got = why_not("I8DP-0", target=VNNI_CPU, tensorize=VNNI)
+    assert (got.possible, got.blocked_by, got.differences) == (True, "", ())
+    assert [s for s, _ in got.steps][-2:] == ["RewriteTensorize", "RewriteLayout"]
+    # the same workload on a CPU without the instruction: blocked, the feature named
+    got = why_not("I8DP-0", target=AVX2_CPU, tensorize=VNNI)
+    assert (got.possible, got.blocked_by, got.differences) == (
+        False, "MultiLevelTilingWithIntrin", ())
+    assert got.reason == ("tensor intrinsic 'dot_16x4_vnni' needs the CPU feature(s) avx512vnni, "
+                          "which the target (llvm haswell (AVX2, 2 cores)) lacks")
 
 
 @needs_vnni
