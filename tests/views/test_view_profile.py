@@ -9,6 +9,7 @@ import pytest
 from msviz.errors import MsvizWarning
 from msviz.records.profile import profile_frame
 from msviz.views.profile import (
+    ProfileInfo,
     profile_batches_figure,
     profile_info,
     profile_table_text,
@@ -72,12 +73,42 @@ def test_profile_table_and_figures() -> None:
     assert list(profile_tasks_figure(info).data[0].y) == ["A", "B"]
 
 
-def test_empty_profile_warns_and_draws_a_note() -> None:
-    with pytest.warns(MsvizWarning, match="no profile"):
-        info = profile_info(profile_frame([]))
-    assert info.source == "none" and info.wall == 0.0
-    fig = profile_batches_figure(info)
-    assert fig.layout.annotations[0].text == "no profile yet"
+def _empty(*columns: str) -> pd.DataFrame:
+    return pd.DataFrame({c: [] for c in columns})
+
+
+#: The whole info of an empty profile, by hand: no stage, no row, no total, no task, 0 s.
+EMPTY = ProfileInfo("none", (), _empty("label", "task", "batch", "wall"),
+                    _empty("stage", "seconds", "share"), _empty("task", "seconds", "share"), 0.0)
+
+
+def _same_profile_info(info: ProfileInfo, expected: ProfileInfo) -> None:
+    """Every field of ``info`` equal to ``expected``'s (the frames by their columns and values:
+    an empty frame's dtypes say nothing)."""
+    assert type(info) is ProfileInfo and info._fields == expected._fields
+    for field, got, want in zip(expected._fields, info, expected, strict=True):
+        if isinstance(want, pd.DataFrame):
+            pdt.assert_frame_equal(got, want, check_dtype=False, check_index_type=False,
+                                   obj=field)
+        else:
+            assert (field, got) == (field, want)
+
+
+@pytest.mark.parametrize("profile", [[], None], ids=["no rows", "none"])
+def test_empty_profile_warns_and_draws_a_note(profile: list | None) -> None:
+    with pytest.warns(MsvizWarning) as caught:
+        info = profile_info(None if profile is None else profile_frame(profile))
+    assert [str(w.message) for w in caught] == ["no profile yet: nothing to show"]
+    _same_profile_info(info, EMPTY)
+    for fig, note in ((profile_batches_figure(info), "no profile yet"),
+                      (profile_totals_figure(info), "no profile yet"),
+                      (profile_tasks_figure(info), "no batch yet")):
+        assert [a.text for a in fig.layout.annotations] == [note], fig.layout.title.text
+        assert [len(t.x) for t in fig.data if t.x is not None] in ([], [0])
+    assert profile_totals_figure(info).layout.title.text == "Where the time went: 0.0 s in all"
+    assert profile_table_text(info).splitlines()[2].split() == [
+        "|", "Total", "|", "0.0000", "|", "100.0000"]
+    assert len(profile_table_text(info).splitlines()) == 3  # the header, the rule, the total
 
 
 def test_many_batches_share_bars(monkeypatch: pytest.MonkeyPatch) -> None:
