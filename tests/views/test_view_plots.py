@@ -202,6 +202,15 @@ def test_cost_model_batches_of_several_tasks(same) -> None:
     # rank differences add up to 4, so rho = 1 - 6 * 4 / (6 * (36 - 1)) = 31/35
     assert same(info, expected)
     assert P.cost_model_info(frame.drop(columns="task")).spearman == pytest.approx(31 / 35)
+    # ranks, not values (the GFLOPS above are their own ranks): cubing the GFLOPS and
+    # scaling the scores by exp keeps every order, so every rho stays as worked out above,
+    # where Pearson's r of the cubes would be another number
+    warped = frame.assign(gflops=frame["gflops"] ** 3,
+                          predicted_score=[math.exp(10 * s) for s in frame["predicted_score"]])
+    info = P.cost_model_info(warped)
+    assert info.spearman == pytest.approx(31 / 35)
+    assert [b.spearman for b in info.batches] == [1.0, -1.0, -1.0]
+    info = P.cost_model_info(frame)
     fig = P.cost_model_figure(info)
     assert fig.data[0].marker.colorbar.title.text == "batch of the run"
     assert tuple(fig.data[0].marker.color) == (0, 0, 1, 1, 2, 2)
