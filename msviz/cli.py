@@ -29,6 +29,7 @@ from msviz.records.export import export as export_trials
 from msviz.records.merge import merge_text
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.model_profile import recorded_model_profile
+from msviz.records.quality import run_started
 from msviz.records.row import gflops
 from msviz.report import write_report
 from msviz.views import task_table_info
@@ -84,7 +85,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     names = run_names([Path(d) for d in args.work_dirs])
     info = compare_info({n: (r.trials, r.tasks) for n, r in zip(names, runs, strict=True)},
                         workloads={n: [r.workload_key(int(w)) for w in r.tasks["workload"]]
-                                   for n, r in zip(names, runs, strict=True)})
+                                   for n, r in zip(names, runs, strict=True)},
+                        started={n: run_started(r) for n, r in zip(names, runs, strict=True)})
     print(f"{info.label.replace(' (µs)', '')}, the first run as the baseline:")
     print(summary_frame(info).to_string(na_rep="-", float_format=lambda v: f"{v:.4g}"))
     return 0

@@ -35,7 +35,8 @@ from msviz.errors import MsvizWarning
 
 __all__ = [
     "QUALITY_KIND", "UNTUNED_KIND", "QualityBatch", "log_batches", "model_estimate",
-    "recorded_points", "recorded_untuned", "run_untuned", "run_batches", "scheduler_log_of",
+    "recorded_points", "recorded_untuned", "run_batches", "run_started", "run_untuned",
+    "scheduler_log_of",
     "sidecar_batches", "weights_of",
 ]
 
@@ -222,6 +223,25 @@ def run_batches(run: Any) -> tuple[list[QualityBatch], str]:
         return [], "none"
     names = {int(i): str(n) for i, n in zip(run.tasks["index"], run.tasks["task"])}
     return log_batches(log, trials, names), "logs"
+
+
+def run_started(run: Any) -> pd.Timestamp | None:
+    """When a work dir's run started: an msviz session's first sidecar stamp (its environment
+    line, written as it starts; tz-aware), else the first stamp of a stock run's task-scheduler
+    log (naive, as its logs and ``Run.trials["logged_at"]`` are); None if neither is known."""
+    other = getattr(run, "_sidecar_other", None) or []
+    stamps = [e.get("timestamp") for e in other if e.get("timestamp")]
+    if stamps:
+        return pd.to_datetime(min(stamps), utc=True, format="ISO8601")
+    log = scheduler_log_of(run.work_dir) if getattr(run, "work_dir", None) else None
+    if log is None:
+        return None
+    with open(log, errors="replace") as f:
+        for text in f:
+            stamp = _stamp(text)
+            if stamp is not None:
+                return pd.Timestamp(stamp)
+    return None
 
 
 def weights_of(run: Any) -> dict[str, float]:

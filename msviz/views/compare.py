@@ -36,7 +36,7 @@ class RunCurve(NamedTuple):
 
     name: str
     trial: tuple[int, ...]
-    seconds: tuple[float, ...]  # since the run's first trial (NaN if unknown)
+    seconds: tuple[float, ...]  # since the run started, else its first trial (NaN: unknown)
     best_us: tuple[float, ...]
 
 
@@ -50,7 +50,7 @@ class RunSummary(NamedTuple):
     best_us: float  # NaN: never known
     speedup: float  # the first run's best / this run's best (NaN if either is unknown)
     trials_to_within: int | None  # trials until within WITHIN of the best of all runs
-    wall_s: float  # from the first trial to the last (NaN if unknown)
+    wall_s: float  # from the run's start (else its first trial) to its last trial; NaN: unknown
 
 
 class CompareInfo(NamedTuple):
@@ -62,13 +62,16 @@ class CompareInfo(NamedTuple):
 
 
 def compare_info(runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], *,
-                 workloads: Mapping[str, Iterable[str]] | None = None) -> CompareInfo:
+                 workloads: Mapping[str, Iterable[str]] | None = None,
+                 started: Mapping[str, Any] | None = None) -> CompareInfo:
     """Compare runs given as ``{name: (trials, tasks)}`` (``Run.trials``, ``Run.tasks``).
 
     The first run is the baseline of ``speedup``. Runs of other workloads are compared all
     the same, with a :class:`MsvizWarning` naming their tasks. ``workloads`` gives each run's
     workload keys (``Run.workload_key``: stock and msviz name the same workload differently);
-    without it the task names are compared.
+    without it the task names are compared. ``started`` gives each run's start
+    (:func:`msviz.records.quality.run_started`): wall times count from it, else from the run's
+    first trial (whose whole batch then sits at 0 s).
     """
     if not runs:
         raise ValueError("compare_info needs at least one run")
@@ -86,7 +89,7 @@ def compare_info(runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], *,
             curves.append(RunCurve(name, (), (), ()))
             continue
         with quiet_empty():
-            latency = model_latency_info(tasks, trials)
+            latency = model_latency_info(tasks, trials, started=(started or {}).get(name))
         curves.append(RunCurve(name, latency.trial, latency.seconds, latency.latency_us))
     finals = [_last_known(c.best_us) for c in curves]
     best_all = min((f for f in finals if not math.isnan(f)), default=math.nan)

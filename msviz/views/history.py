@@ -97,27 +97,41 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
     return HistoryInfo(metric, label, tuple(out), PER_TASK_AXIS if per_task else "Trial")
 
 
-def trial_seconds(trials: pd.DataFrame) -> pd.Series:
-    """Seconds since the first trial: msviz's own timestamps, else the log's (1 s resolution)."""
+def trial_seconds(trials: pd.DataFrame, started: Any = None) -> pd.Series:
+    """Seconds since the run started (``started``, a timestamp: :func:`msviz.records.quality.
+    run_started`), else since the first trial: msviz's own timestamps, else the log's (1 s
+    resolution). A trial's stamp is when its batch was stored, so counting from the first trial
+    would put a whole first batch at 0 s."""
     for column in ("timestamp", "logged_at"):
         if column in trials.columns and trials[column].notna().any():
-            return seconds_since_first(trials[column])
+            return seconds_since_first(trials[column], started)
     return pd.Series(math.nan, index=trials.index)
 
 
-def seconds_since_first(stamps: pd.Series) -> pd.Series:
-    """Seconds since the earliest of ``stamps`` (NaN where a stamp is missing).
+def seconds_since_first(stamps: pd.Series, started: Any = None) -> pd.Series:
+    """Seconds since the earliest of ``stamps``, or since ``started`` when it is given and no
+    later than them (NaN where a stamp is missing).
 
     Takes datetimes (tz-aware or naive, any unit: pandas 2 stores ns, pandas 3 µs), ISO-8601
-    text, or numbers, read as epoch seconds.
+    text, or numbers, read as epoch seconds. ``started`` is of the same kind; one with a time
+    zone where the stamps have none (or the other way round) is ignored.
     """
     if pd.api.types.is_numeric_dtype(stamps) and not pd.api.types.is_bool_dtype(stamps):
         numbers = stamps.astype(float)
-        return numbers - numbers.min()
+        origin = numbers.min()
+        if isinstance(started, (int, float)) and math.isfinite(started):
+            origin = min(origin, float(started))
+        return numbers - origin
     if not pd.api.types.is_datetime64_any_dtype(stamps):
         stamps = pd.to_datetime(stamps, utc=True, errors="coerce", format="ISO8601")
+    origin = stamps.min()
+    if started is not None and not isinstance(started, (int, float)):
+        start = pd.Timestamp(started)
+        if (start.tzinfo is None) == (getattr(stamps.dt, "tz", None) is None) and (
+                pd.isna(origin) or start <= origin):
+            origin = start
     # a timedelta's total_seconds() does not depend on the datetime unit
-    return (stamps - stamps.min()).dt.total_seconds().astype(float)
+    return (stamps - origin).dt.total_seconds().astype(float)
 
 
 #: From this many tasks on, Best so far draws one small panel per task (one shared legend),

@@ -254,7 +254,8 @@ def end_to_end_info(event: Any) -> EndToEndInfo:
 
 
 def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None, *,
-                       untuned_us: Mapping[str, float | None] | None = None) -> ModelLatencyInfo:
+                       untuned_us: Mapping[str, float | None] | None = None,
+                       started: Any = None) -> ModelLatencyInfo:
     """The estimated model latency (sum of weight x best latency) after each trial.
 
     Parameters
@@ -267,6 +268,9 @@ def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None,
         The last ``end_to_end`` event.
     untuned_us : mapping of str to float, optional
         Task name -> untuned time (µs), counted until the task has a successful trial.
+    started : datetime, optional
+        When the run started (:func:`msviz.records.quality.run_started`): ``seconds`` count
+        from it, else from the first trial.
 
     Returns
     -------
@@ -287,7 +291,7 @@ def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None,
     names = list(weights)
     codes = pd.Categorical(trials["task"].astype(str), categories=names).codes
     numbers = trials["trial"].astype(int).to_numpy()
-    seconds = trial_seconds(trials).to_numpy(dtype=float)
+    seconds = trial_seconds(trials, started).to_numpy(dtype=float)
     latency = trials["latency_us"].to_numpy(dtype=float)
     best = np.full((len(trials), len(names)), np.nan)
     mine = codes >= 0

@@ -11,6 +11,7 @@ from typing import Any
 import ipywidgets as W
 
 from msviz.records import Run, open_work_dir
+from msviz.records.quality import run_started
 from msviz.views.common import quiet_empty
 from msviz.views.compare import (
     CompareInfo,
@@ -45,7 +46,8 @@ class CompareView(W.VBox):
         self.info: CompareInfo = compare_info(
             {name: (run.trials, run.tasks) for name, run in self.runs.items()},
             workloads={name: [run.workload_key(int(w)) for w in run.tasks["workload"]]
-                       for name, run in self.runs.items()})
+                       for name, run in self.runs.items()},
+            started={name: run_started(run) for name, run in self.runs.items()})
         self.x_axis = W.ToggleButtons(options=[("by trial", "trial"), ("by wall time", "time")],
                                       value="trial", description="Best so far")
         self.figure = figure_widget()

@@ -70,6 +70,28 @@ def test_one_task_runs_compare_their_best_so_far(same: Any) -> None:
         compare_figure(info, x="batch")
 
 
+def test_wall_time_counts_from_each_runs_start(same: Any) -> None:
+    """A run's first batch is stored together after it was searched, built and run: counted
+    from the first trial it sits at 0 s; counted from the run's start, at its batch's end. A
+    start with no time zone beside tz-aware stamps (or after the first trial) is not used."""
+    base = _run([("GMM", 1.0)], [("GMM", "ok", 100.0, 0.0), ("GMM", "ok", 60.0, 0.01)])
+    fast = _run([("GMM", 1.0)], [("GMM", "ok", 50.0, 0.0), ("GMM", "ok", 40.0, 6.0)])
+    info = compare_info({"stock": base, "msviz": fast}, started={
+        "stock": START - pd.Timedelta(seconds=12), "msviz": START - pd.Timedelta(seconds=3)})
+    # by hand: stock 12 s and 12.01 s after its start, msviz 3 s and 9 s after its own
+    assert same(info, CompareInfo("Best latency so far (µs)", (
+        RunCurve("stock", (0, 1), (12.0, 12.01), (100.0, 60.0)),
+        RunCurve("msviz", (0, 1), (3.0, 9.0), (50.0, 40.0)),
+    ), (
+        RunSummary("stock", 1, 2, 0, 60.0, 1.0, None, 12.01),
+        RunSummary("msviz", 1, 2, 0, 40.0, 1.5, 2, 9.0),
+    )))
+    ignored = compare_info({"stock": base, "msviz": fast}, started={
+        "stock": pd.Timestamp("2026-11-22T09:59:00"),  # naive beside UTC stamps
+        "msviz": START + pd.Timedelta(seconds=1)})  # after the first trial
+    assert [c.seconds for c in ignored.runs] == [(0.0, 0.01), (0.0, 6.0)]
+
+
 def test_model_runs_compare_their_estimated_latency(same: Any) -> None:
     tasks = [("dense", 2.0), ("relu", 1.0)]
     one = _run(tasks, [("dense", "ok", 10.0, 0.0), ("relu", "ok", 3.0, 1.0),

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import json
+
 import numpy as np
+import pandas as pd
 import pytest
 
 import msviz
@@ -28,6 +31,15 @@ def test_compare_stock_and_msviz_runs(stock_run: msviz.Run, tuned_session: Any) 
     view.x_axis.value = "time"  # the same widget redraws against wall time
     assert view.figure.layout.xaxis.title.text == "Wall time (s)"
     assert all(max(t.x) < 600 for t in view.figure.data)  # seconds since each run's start
+    # the msviz run's start is its sidecar's environment line, written before its first batch
+    # was searched, built and run: that batch's trials come after it, never at 0 s
+    sidecar = [json.loads(line) for line in (tuned_session.work_dir / "msviz_sidecar.jsonl")
+               .read_text().splitlines() if line.strip()]
+    start = pd.Timestamp(min(e["timestamp"] for e in sidecar if e.get("timestamp")))
+    first = pd.Timestamp(runs["msviz"]["timestamp"].min())
+    msviz_curve = view.info.runs[1]
+    assert msviz_curve.seconds[0] == pytest.approx((first - start).total_seconds(), abs=1e-3)
+    assert msviz_curve.seconds[0] > 0.5  # setting up, the untuned time, one batch
     table = view.table.value
     assert "Speedup over stock" in table and "<td>msviz</td>" in table and "<td>16</td>" in table
     assert "NA" not in table and "nan" not in table
