@@ -10,7 +10,6 @@ import pytest
 from msviz import compat
 from msviz.engine import RuleError, RuleSet
 
-
 #: A CPU without AVX-512 VNNI: MetaSchedule's generic llvm rules, ``ScheduleRule.create("llvm")``.
 GENERIC_CPU = {"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -91,23 +92,18 @@ def test_a_stock_tune_relax_work_dir(stock_model_work_dir: Path) -> None:
 
 
 def test_a_runs_start(tmp_path: Path, stock_model_work_dir: Path) -> None:
-    """A stock run starts at its task-scheduler log's first stamp (naive, as its logs); a run
-    without logs or sidecar has no known start."""
-    class Stock:  # a Run's two attributes that run_started reads
-        work_dir, _sidecar_other = tmp_path, None
-
+    """A stock run starts at its task-scheduler log's first stamp (naive, as its logs); an
+    msviz run at its sidecar's earliest stamp (tz-aware); a run with neither has none."""
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "tvm.s_tir.meta_schedule.logging.task_scheduler.log").write_text(
         "\n" + LOG)
-    assert run_started(Stock()) == pd.Timestamp("2026-11-25 10:00:00")
-
-    class Msviz:  # the sidecar's earliest stamp (its environment line), tz-aware
-        work_dir = tmp_path
-        _sidecar_other = [{"kind": "x", "timestamp": "2026-11-25T10:00:03.5+00:00"},
-                          {"kind": "environment", "timestamp": "2026-11-25T10:00:01.25+00:00"}]
-
-    assert run_started(Msviz()) == pd.Timestamp("2026-11-25 10:00:01.25", tz="UTC")
-    Stock.work_dir = tmp_path / "none"
-    assert run_started(Stock()) is None
-    first = (scheduler_log_of(stock_model_work_dir).read_text().splitlines()[0])[:19]
+    # the two attributes of a Run that run_started reads
+    stock = SimpleNamespace(work_dir=tmp_path, _sidecar_other=None)
+    assert run_started(stock) == pd.Timestamp("2026-11-25 10:00:00")
+    mine = SimpleNamespace(work_dir=tmp_path, _sidecar_other=[
+        {"kind": "x", "timestamp": "2026-11-25T10:00:03.5+00:00"},
+        {"kind": "environment", "timestamp": "2026-11-25T10:00:01.25+00:00"}])
+    assert run_started(mine) == pd.Timestamp("2026-11-25 10:00:01.25", tz="UTC")
+    assert run_started(SimpleNamespace(work_dir=tmp_path / "none", _sidecar_other=None)) is None
+    first = scheduler_log_of(stock_model_work_dir).read_text().splitlines()[0][:19]
     assert run_started(msviz.open(stock_model_work_dir)) == pd.Timestamp(first)
