@@ -11,7 +11,8 @@ from msviz.space_generator import RuleSet
 
 
 def test_rules_survive_json() -> None:
-    rules = RuleSet.default({"kind": "llvm", "num-cores": 2}).set("MultiLevelTiling", max_innermost_factor=16)
+    rules = RuleSet.default({"kind": "llvm", "num-cores": 2}).set("MultiLevelTiling",
+                                                                  max_innermost_factor=16)
     rules.remove("AddRFactor")
     rules.mutator_probs["MutateUnroll"] = 0.5
     data = json.loads(json.dumps(rules_to_json(rules)))
