@@ -46,11 +46,11 @@ CONFIGS = {"msviz": {}, "no-db-training": {"skip_db_measured": False}}
 
 def one(work_dir: Path, size: int, batches: int, config: str) -> dict:
     """Resume a session on ``work_dir`` (``size`` records) and tune ``batches`` batches."""
+    import resource
+
     import psutil
 
     import msviz
-
-    import resource
 
     process = psutil.Process()
     rss0 = process.memory_info().rss
