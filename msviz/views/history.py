@@ -58,7 +58,8 @@ class HistoryInfo(NamedTuple):
 PER_TASK_AXIS = "Trial of its task"
 
 
-def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> HistoryInfo:
+def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us",
+                     started: Any = None) -> HistoryInfo:
     """The best-so-far history of every task in a trials table.
 
     Parameters
@@ -67,6 +68,9 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
         ``Run.trials`` (columns ``task``, ``task_trial``, ``status`` and the metric).
     metric : {"latency_us", "gflops"}
         Lower is better for latency, higher for GFLOPS.
+    started : datetime, optional
+        When the run started: wall times count from it, else from the first trial (see
+        :func:`trial_seconds`).
     """
     if metric not in _METRICS:
         raise ValueError(f"metric must be one of {sorted(_METRICS)}, got {metric!r}")
@@ -75,7 +79,7 @@ def best_so_far_info(trials: pd.DataFrame, *, metric: str = "latency_us") -> His
         warnings.warn("no trials to plot yet", MsvizWarning, stacklevel=2)
         return HistoryInfo(metric, label, ())
 
-    seconds = trial_seconds(trials)
+    seconds = trial_seconds(trials, started)
     # running best: fmin/fmax skip NaN (a failed trial) and keep NaN until the first success
     running = np.fmin if better is min else np.fmax
     out = []

@@ -12,10 +12,12 @@ import time
 from typing import Any
 
 import ipywidgets as W
+import pandas as pd
 import traitlets
 
 from msviz.compat import describe_target
 from msviz.records.model_profile import recorded_model_profile
+from msviz.records.quality import run_started
 from msviz.records.run import Run
 from msviz.records.sidecar import quarantine_of
 from msviz.views import failure_triage_info
@@ -113,9 +115,10 @@ class Dashboard(W.VBox):
         self.triage = W.HTML()
         self.quarantine = W.HTML()  # what the search skipped because it raised
         traitlets.link((self.table, "selected"), (self.selection, "trial"))
+        self._started_at: Any = None
         self.plots = PlotPanel(trials, self._tasks(), run=lambda: self.run, importance=(
             ImportanceView(lambda: self.session if self.session is not None else self.run,
-                           loop=loop)))
+                           loop=loop)), started=self.started)
         on_measure = None
         if self.session is not None:
             on_measure = lambda replay: self.session.remeasure(replay.schedule)  # noqa: E731
@@ -192,6 +195,19 @@ class Dashboard(W.VBox):
     def run(self) -> Any:
         """The records as a Run (for a live session: re-read when new trials arrived)."""
         return self.session.run if self.session is not None else self._run
+
+    def started(self) -> Any:
+        """When the shown run started (a timestamp; None while unknown): a session's
+        ``started`` event, a work dir's :func:`~msviz.records.quality.run_started`."""
+        if self._started_at is None:
+            if self.session is not None:
+                first = next((e for e in self.session.events.snapshot()
+                              if e.kind == "started"), None)
+                if first is not None:
+                    self._started_at = pd.Timestamp(first.time, unit="s", tz="UTC")
+            elif self._run is not None:
+                self._started_at = run_started(self._run)
+        return self._started_at
 
     def get_trial(self, index: int) -> Any:
         """The trial at row ``index`` (for the trace and code views)."""

@@ -53,10 +53,14 @@ class PlotPanel(W.VBox):
     importance : ImportanceView, optional
         Shown beside the decisions plot and drawn with it (decision importance, the proposed
         space restriction and its re-run).
+    started : callable, optional
+        Returns when the run started (a timestamp, or None while unknown): wall times count
+        from it, else from the first trial.
     """
 
     def __init__(self, trials: Any, tasks: Any = None, *, run: Any = None,
-                 importance: Any = None) -> None:
+                 importance: Any = None, started: Any = None) -> None:
+        self._started = started or (lambda: None)
         self.x_axis = W.ToggleButtons(options=[("by trial", "trial"), ("by wall time", "time")],
                                       value="trial", description="Best so far")
         self.metric = W.ToggleButtons(options=[("latency", "latency_us"), ("GFLOPS", "gflops")],
@@ -119,8 +123,9 @@ class PlotPanel(W.VBox):
             self._sync_color_options(trials)
             draws = [
                 ("best so far", self.history, (self.metric.value, self.x_axis.value),
-                 lambda: best_so_far_figure(best_so_far_info(trials, metric=self.metric.value),
-                                            x=self.x_axis.value)),
+                 lambda: best_so_far_figure(best_so_far_info(
+                     trials, metric=self.metric.value, started=self._started()),
+                     x=self.x_axis.value)),
                 ("every trial", self.scatter, (self.color_by.value,),
                  lambda: P.trial_scatter_figure(
                      P.trial_scatter_info(trials, color_by=self.color_by.value or "status"))),

@@ -58,6 +58,23 @@ def test_wall_time_from_the_log_without_sidecar(trials) -> None:
     assert (hist[0].seconds, hist[1].seconds) == ((0.0, 3.0, 6.0, 10.0), (1.0, 4.0))
 
 
+def test_wall_time_from_the_runs_start(trials) -> None:
+    """Given when the run started (2.5 s before its first trial), every second counts from it;
+    a start after the first trial, or naive beside tz-aware stamps, is not used."""
+    first = trials["timestamp"].min()
+    hist = best_so_far_info(trials, started=first - pd.Timedelta(seconds=2.5)).tasks
+    assert (hist[0].seconds, hist[1].seconds) == (
+        tuple(s + 2.5 for s in SECONDS_A), tuple(s + 2.5 for s in SECONDS_B))
+    for ignored in (first + pd.Timedelta(seconds=1), first.tz_localize(None)):
+        hist = best_so_far_info(trials, started=ignored).tasks
+        assert (hist[0].seconds, hist[1].seconds) == (SECONDS_A, SECONDS_B)
+    # the log's naive stamps with a naive start (a stock run's scheduler log)
+    trials["logged_at"] = (trials.pop("timestamp").dt.tz_localize(None)).dt.floor("s")
+    start = trials["logged_at"].min() - pd.Timedelta(seconds=4)
+    hist = best_so_far_info(trials, started=start).tasks
+    assert (hist[0].seconds, hist[1].seconds) == ((4.0, 7.0, 10.0, 14.0), (5.0, 8.0))
+
+
 def test_seconds_since_first_keeps_missing_stamps_missing() -> None:
     stamps = pd.Series([pd.Timestamp("2026-01-01T00:00:02Z"), pd.NaT,
                         pd.Timestamp("2026-01-01T00:00:00.5Z")])

@@ -58,6 +58,14 @@ def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     dash.tabs.selected_index = dash.tabs.titles.index("Plots")
     ok = int((session.trials["status"] == "ok").sum())
     assert len(dash.plots.history.data[0].x) == ok > 0  # ...and catch up when their tab opens
+    # by wall time, from the session's "started" event: the first batch, stored together
+    # after it was searched, built and run, sits at its stored time, not at 0 s
+    started = next(e.time for e in session.events.snapshot() if e.kind == "started")
+    stored = session.trials["timestamp"].min().timestamp()
+    dash.plots.x_axis.value = "time"
+    assert min(dash.plots.history.data[0].x) == pytest.approx(stored - started, abs=1e-3)
+    assert stored - started > 0.1
+    dash.plots.x_axis.value = "trial"
 
     # selecting a row anywhere selects it everywhere
     dash.table.selected = dash.table.rows[0]["trial"]
