@@ -116,7 +116,9 @@ def read_scheduler_table(logs_dir: Path) -> TaskTable:
     while (at := text.rfind("Name |", 0, end)) >= 0:
         start = text.rfind("\n", 0, at) + 1
         end = start
-        if _HEADER.match(text, start):
+        # the header's own line: "^" in a pattern matches at a line start only as the string's
+        # start, so match(text, start) would fail for every header but the file's first
+        if _HEADER.match(text[start:at + len("Name |")]):
             found = True
             table = _last_table(text[start:])
             if table.rows:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from msviz.records import logs
 
@@ -38,6 +39,19 @@ def test_scheduler_table_is_the_last_one_with_its_totals(tmp_path: Path) -> None
         6.499,
     )
     assert logs.read_task_table(tmp_path) == logs.read_scheduler_table(tmp_path).rows
+
+
+def test_scheduler_table_reads_from_the_last_header_only(tmp_path: Path,
+                                                        monkeypatch: Any) -> None:
+    """A long run prints a table per batch: only the text from the last header on is parsed
+    (found from the end), never the whole log, whose tables all come before it."""
+    (tmp_path / "tvm.s_tir.meta_schedule.logging.task_scheduler.log").write_text(_TABLE * 50)
+    parsed: list[str] = []
+    real = logs._last_table
+    monkeypatch.setattr(logs, "_last_table", lambda text: parsed.append(text) or real(text))
+    assert logs.read_scheduler_table(tmp_path).total_trials == 3
+    last = _TABLE.rindex(" ID |")  # the last header line, to the end of the log
+    assert parsed == [_TABLE[last:]]
 
 
 def test_no_scheduler_log(tmp_path: Path) -> None:
