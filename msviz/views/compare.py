@@ -152,4 +152,6 @@ def compare_figure(info: CompareInfo, *, x: str = "trial") -> Any:
             c.trial for c in info.runs) else "no successful trial in any run yet"
         return note_figure(fig, why)
     fig.update_yaxes(**log_axis(ys))
+    if x == "time":  # from the runs' start: a late first batch shows as late
+        fig.update_xaxes(rangemode="tozero")
     return fig

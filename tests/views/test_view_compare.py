@@ -66,6 +66,7 @@ def test_one_task_runs_compare_their_best_so_far(same: Any) -> None:
     by_time = compare_figure(info, x="time")
     assert list(by_time.data[0].x) == [0.0, 1.0, 2.5]
     assert by_time.layout.xaxis.title.text == "Wall time (s)"
+    assert by_time.layout.xaxis.rangemode == "tozero" and fig.layout.xaxis.rangemode is None
     with pytest.raises(ValueError, match="x must be"):
         compare_figure(info, x="batch")
 
