@@ -228,9 +228,10 @@ def time_to_quality_figure(infos: TimeToQualityInfo | Sequence[TimeToQualityInfo
     late = [i for i in infos if i.missing and any(math.isnan(v) for v in i.estimate_us)]
     if late:  # the curve starts late: say why, above the plot
         names = ", ".join(i.name or "run" for i in late)
+        why = "a stock work dir" if all(i.source == "logs" for i in late) else "none recorded"
         fig.add_annotation(
             text=f"{names}: no untuned time for {sum(len(i.missing) for i in late)} task(s) "
-                 "(a stock work dir), so the curve starts once every task has a trial",
+                 f"({why}), so the curve starts once every task has a trial",
             x=0, y=1, xref="paper", yref="paper", xanchor="left", yanchor="bottom", yshift=4,
             showarrow=False, font={"size": 11, "color": "#666"})
     fig.update_yaxes(**log_axis(ys))

@@ -65,6 +65,11 @@ def test_figure_draws_the_known_points_of_each_run() -> None:
     assert fig.layout.yaxis.type == "log"
     # "two" starts late (no untuned time for c): the figure says why, "one" needs no note
     assert [a.text for a in fig.layout.annotations] == [
+        "two: no untuned time for 1 task(s) (none recorded), so the curve starts once every "
+        "task has a trial"]
+    # a stock run's curve (rebuilt from its logs) says where the missing times come from
+    stock = time_to_quality_figure([one, two._replace(source="logs")])
+    assert [a.text for a in stock.layout.annotations] == [
         "two: no untuned time for 1 task(s) (a stock work dir), so the curve starts once every "
         "task has a trial"]
     by_trial = time_to_quality_figure(one, x="trial")
