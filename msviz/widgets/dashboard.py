@@ -205,9 +205,9 @@ class Dashboard(W.VBox):
                               if e.kind == "started"), None)
                 if first is not None:
                     self._started_at = pd.Timestamp(first.time, unit="s", tz="UTC")
-            elif self._run is not None:
-                self._started_at = run_started(self._run)
-        return self._started_at
+            elif self._run is not None:  # read once: a work dir's start does not change
+                self._started_at = run_started(self._run) or pd.NaT
+        return None if self._started_at is pd.NaT else self._started_at
 
     def get_trial(self, index: int) -> Any:
         """The trial at row ``index`` (for the trace and code views)."""
