@@ -118,6 +118,7 @@ class Session:
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,
         ``genetic_mutate_prob``, ``genetic_max_fail_count``, ``eps_greedy``,
         ``cost_model_warmup``, ``cost_model_task_warmup``, ``task_warmup_ranked``,
+        ``sample_to_minimum_after``,
         ``skip_db_measured``, ``eps_greedy_at_least_one``. Unknown names raise TypeError.
 
     Attributes

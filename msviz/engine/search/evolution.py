@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
+from msviz.engine.search.applier import Applier
 from msviz.engine.search.candidates import (
     Candidate,
     Stage,
@@ -40,8 +41,8 @@ from msviz.engine.search.candidates import (
     pick_with_eps_greedy,
 )
 from msviz.engine.search.presets import SearchKnobs
-from msviz.engine.search.quarantine import Quarantine, quarantine_raised
-from msviz.trace.replay import apply_trace
+from msviz.engine.search.quarantine import Quarantine
+from msviz.engine.search.scoring import FeatureCache
 from msviz.trace.spaces import space_key, space_of
 
 __all__ = ["Candidate", "EvolutionarySearch", "Stage", "decisions_of", "normalized_scores"]
@@ -57,23 +58,6 @@ def normalized_scores(scores: Any) -> np.ndarray:
     """Scores clamped to >= 0, NaN as 0 (the C++'s ``std::max(0.0, score)`` does both)."""
     out = np.asarray(scores, dtype="float64")
     return np.where(out > 0.0, out, 0.0)  # NaN > 0 is False
-
-
-class _Applier:
-    """Replay + postprocs of this search's workload (:func:`msviz.trace.replay.apply_trace`)."""
-
-    def __init__(self, mod: Any, postprocs: Sequence[Any],
-                 quarantine: Quarantine | None = None) -> None:
-        self.mod = mod
-        self.postprocs = [(type(p).__name__, p) for p in postprocs]
-        self.quarantine = quarantine
-
-    def apply(self, trace: Any, seed: int) -> tuple[Any | None, str | None]:
-        """The postprocessed schedule or None, and the step that failed (one that raised is
-        quarantined)."""
-        out = apply_trace(self.mod, trace, self.postprocs, seed=seed)
-        quarantine_raised(self.quarantine, out)
-        return out.schedule, out.failed_step
 
 
 class EvolutionarySearch:
@@ -138,6 +122,8 @@ class EvolutionarySearch:
         self._line_of = line_of or (lambda _shash: None)
         self.quarantine = quarantine
         self._pool = ThreadPoolExecutor(self.num_threads, thread_name_prefix="msviz-evo")
+        #: Features of the schedules scored so far (:mod:`msviz.engine.search.scoring`).
+        self.features = FeatureCache()
         #: Times each step under MetaSchedule's Profiler name (a session's Profile), or not.
         self.timeit: Any = lambda _stage: contextlib.nullcontext()
         self.set_space(context, design_spaces)
@@ -150,7 +136,7 @@ class EvolutionarySearch:
         sg = context.space_generator
         self.design_spaces = [s.trace.simplified(remove_postproc=True) for s in design_spaces]
         self.space_keys = [space_key(trace) for trace in self.design_spaces]
-        self.replayer = _Applier(context.mod, list(sg.postprocs or []), self.quarantine)
+        self.replayer = Applier(context.mod, list(sg.postprocs or []), self.quarantine)
         self.mutators = [(m, float(p)) for m, p in (sg.mutator_probs or {}).items()]
 
     def close(self) -> None:
@@ -275,13 +261,8 @@ class EvolutionarySearch:
             ])
             cache.update(zip(todo, normalized_scores(scores).tolist()))
         elif todo:
-            cands = [
-                compat.ms.search_strategy.MeasureCandidate(
-                    c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True)
-                )
-                for c in todo.values()
-            ]
-            scores = np.asarray(self.cost_model.predict(self.context, cands), dtype="float64")
+            scores = self.features.scores(self.cost_model, self.context,
+                                          [(shash, c.sch) for shash, c in todo.items()])
             cache.update(zip(todo, normalized_scores(scores).tolist()))
         return np.array([cache[c.shash] for c in population], dtype="float64")
 
@@ -299,7 +280,8 @@ class EvolutionarySearch:
         return mutators, np.cumsum(masses)
 
     def _mutate(
-        self, population: list[Candidate], scores: np.ndarray, iteration: int
+        self, population: list[Candidate], scores: np.ndarray, iteration: int,
+        made: dict | None = None,
     ) -> tuple[list[Candidate], dict[str, int]]:
         """One genetic iteration's children (``f_find_candidate`` of the C++).
 
@@ -320,6 +302,7 @@ class EvolutionarySearch:
         mutators, mcum = self._mutator_sampler()
         apply_mutator = compat.ms._ffi_api.MutatorApply
         failures: Counter[str] = Counter()
+        made = {} if made is None else made  # printed trace -> replay (Applier.apply_once)
 
         def tries(state: dict[str, Any]) -> tuple[str, Any, list[str]]:
             """Try until made / keep / out of tries: (what, value, failed steps)."""
@@ -346,14 +329,13 @@ class EvolutionarySearch:
                 if new_trace is None:
                     failed.append(f"mutator {name}")
                     continue
-                sch, step = self.replayer.apply(new_trace, int(rng.integers(1, _SEED_MAX)))
+                sch, shash, step = self.replayer.apply_once(
+                    new_trace, int(rng.integers(1, _SEED_MAX)), made)
                 if sch is None:
                     failed.append(str(step))
                     continue
-                return "made", Candidate(
-                    sch, self._hash(sch), parent.design_space, "mutated", parent_id, name,
-                    iteration, parent.ancestor_line,
-                ), failed
+                return "made", Candidate(sch, shash, parent.design_space, "mutated", parent_id,
+                                         name, iteration, parent.ancestor_line), failed
             return "out", state["parent"], failed
 
         def copy_of(i: int, origin: str) -> Candidate:
@@ -429,6 +411,8 @@ class EvolutionarySearch:
         num_fresh = pop - len(best)
         if warmup:
             num_fresh = min(num_fresh, max(knobs.init_min_unmeasured, 2 * num))
+        elif 0 < knobs.sample_to_minimum_after <= self.task_samples and not self._untrained():
+            num_fresh = min(num_fresh, knobs.init_min_unmeasured)
         with self.timeit("EvoSearch/SampleInitPopulation"):
             fresh = self.sample_init_population(num_fresh)
         inits = best + fresh
@@ -465,6 +449,7 @@ class EvolutionarySearch:
         counter = 0
         population = inits
         score_cache: dict[int, float] = {}
+        made: dict[str, tuple] = {}  # this generation's children's replays
         failures: dict[str, int] = {}
         for iteration in range(num_iters + 1):
             with self.timeit("EvoSearch/Evolve/PredictNormalizedScore"):
@@ -501,7 +486,7 @@ class EvolutionarySearch:
             if iteration == num_iters:
                 break
             with self.timeit("EvoSearch/Evolve/Mutation"):
-                population, failures = self._mutate(population, scores, iteration + 1)
+                population, failures = self._mutate(population, scores, iteration + 1, made)
         bests = [c for _, _, c in sorted(heap, key=lambda t: (-t[0], -t[1]))]
         with self.timeit("EvoSearch/PickWithEpsGreedy"):
             # an unranked warm-up's scores are random: every pick is a random one, so none

@@ -1,7 +1,7 @@
 """Search knobs and the named presets that fill them (``"msviz"`` default, ``"stock"``).
 
 The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySearch``
-(``evolutionary_search.cc``) plus five that stock MetaSchedule fixes elsewhere or lacks:
+(``evolutionary_search.cc``) plus six that stock MetaSchedule fixes elsewhere or lacks:
 
 * ``cost_model_warmup``: ``XGBModel(num_warmup_samples=...)``. Stock is 100: until 100 trials are
   measured the model returns uniform random scores, so the first batches are picked at random.
@@ -24,6 +24,15 @@ The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySea
   ``benchmarks/model_vs_stock.py --model resnet18 --trials 160 --batch 16 --seeds 2 --configs
   msviz-unranked msviz-ranked`` (one batch for each of 10 tasks) found a faster best for every
   one of the 8 conv2d tasks, with both seeds (1.0-2.8x; 16 of 16 pairs).
+* ``sample_to_minimum_after``: once the cost model has trained on this many samples of the task,
+  a generation samples only ``init_min_unmeasured`` fresh schedules, where stock fills the
+  population with them (``population_size`` minus the database's picks, ~410 of 512); the
+  genetic iterations still make ``population_size`` children each. 0 never does (stock). msviz
+  uses 48 (three batches of 16). Measured with it off, msviz's resnet-block runs at 160 trials,
+  2 seeds: from the task's fourth batch on, every score pick (103 of 103) descended from a
+  database record, none from a fresh sample (in the second and third batches, 16 of 60 did),
+  while sampling and scoring those fresh schedules took ~20% of the search. MetaSchedule PR
+  #10163 (sample only to a minimum) made the same cut on GPUs.
 * ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
   continues a work dir re-measures schedules the database already holds. msviz skips them.
 
@@ -78,6 +87,9 @@ class SearchKnobs:
     task_warmup_ranked : bool
         During a task warm-up, pick the fresh samples the trained cost model scores best
         (no genetic iterations) instead of at random.
+    sample_to_minimum_after : int
+        Measured samples of this task after which a generation samples only
+        ``init_min_unmeasured`` fresh schedules (0: never; stock fills the population).
     skip_db_measured : bool
         Never pick a schedule the database already holds (stock: only this run's).
     eps_greedy_at_least_one : bool
@@ -97,6 +109,7 @@ class SearchKnobs:
     cost_model_warmup: int = 100
     cost_model_task_warmup: int = 0
     task_warmup_ranked: bool = False
+    sample_to_minimum_after: int = 0
     skip_db_measured: bool = False
     eps_greedy_at_least_one: bool = False
 
@@ -123,6 +136,7 @@ class SearchKnobs:
             ("num_empty_iters_before_early_stop", 0),
             ("cost_model_warmup", 0),
             ("cost_model_task_warmup", 0),
+            ("sample_to_minimum_after", 0),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -147,7 +161,8 @@ class SearchKnobs:
 PRESETS: dict[str, dict[str, Any]] = {
     "stock": {},
     "msviz": {"cost_model_warmup": 0, "cost_model_task_warmup": 16, "task_warmup_ranked": True,
-              "skip_db_measured": True, "eps_greedy_at_least_one": True},
+              "sample_to_minimum_after": 48, "skip_db_measured": True,
+              "eps_greedy_at_least_one": True},
 }
 
 
