@@ -52,8 +52,8 @@ def test_numpy_reference_is_sensitive_to_the_weights() -> None:
 
 
 def test_model_catalogue_names() -> None:
-    assert list(models.catalogue()) == ["mlp", "resnet-block", "transformer-block", "resnet18",
-                                        "resnet50", "mobilenetv2", "bert-base"]
+    assert list(models.catalogue()) == ["mlp", "resnet-block", "transformer-block", "convnet",
+                                        "resnet18", "resnet50", "mobilenetv2", "bert-base"]
     entry = models.catalogue()["resnet50"]
     assert isinstance(entry, models.CatalogueEntry)
     assert str(entry) == f"{entry}" == models.build("resnet50").description
@@ -99,6 +99,21 @@ def test_catalogue_models_extract(name: str, min_tasks: int) -> None:
     assert any(t.weight >= 2 for t in tasks)
     (x,) = model.random_inputs(0)
     _assert_close_to_numpy(_run(model, x), forward(name, x))
+
+
+def test_convnet_is_three_conv_tasks_by_hand() -> None:
+    """Three fused conv-bias-relu tasks of their own shapes: per output element 2 x c_in x 9
+    FLOP (multiply-add), one bias add and one relu."""
+    model = models.build("convnet")
+    convs = sorted((t.name, t.weight, t.flop) for t in model.extract_tasks(TARGET)
+                   if "conv2d" in t.name)
+    assert convs == [
+        ("fused_conv2d1_add1_relu1", 1, 32 * 16 * 16 * (2 * 16 * 9 + 2)),
+        ("fused_conv2d2_add2_relu2", 1, 64 * 8 * 8 * (2 * 32 * 9 + 2)),
+        ("fused_conv2d_add_relu", 1, 16 * 32 * 32 * (2 * 3 * 9 + 2)),
+    ]
+    (x,) = model.random_inputs(0)
+    _assert_close_to_numpy(_run(model, x), forward("convnet", x))
 
 
 def _calls(model: models.Model) -> list[relax.Call]:

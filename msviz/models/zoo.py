@@ -3,9 +3,9 @@
 Each :data:`MODELS` recipe is a body that builds the network on a
 :class:`~msviz.models.graph.Graph` and its :class:`CatalogueEntry` (what it is, its input, its
 task count and FLOP); :func:`build` makes it a :class:`~msviz.models.model.Model`. Small blocks
-(``mlp``, ``resnet-block``, ``transformer-block``, ``resnet18``) tune in minutes; ``resnet50``,
-``mobilenetv2`` and ``bert-base`` have their real layers, so MetaSchedule's extraction gives
-their real tasks and weights, at small inputs.
+(``mlp``, ``resnet-block``, ``transformer-block``, ``convnet``, ``resnet18``) tune in
+minutes; ``resnet50``, ``mobilenetv2`` and ``bert-base`` have their real layers, so
+MetaSchedule's extraction gives their real tasks and weights, at small inputs.
 """
 
 from __future__ import annotations
@@ -55,6 +55,15 @@ def _resnet18(g: Graph, x: Any) -> Any:
         h = _basic_block(g, h, c_out, c_out, 1)
         c_in = c_out
     return g.linear(g.pool_flatten(h, 128), 128, 10)
+
+
+def _convnet(g: Graph, x: Any) -> Any:
+    """Three 3x3 conv-relu layers of other shapes (3 -> 16 at 32x32, 16 -> 32 and 32 -> 64 at
+    stride 2), average pool, fc 64 -> 10: a model whose time is in three different convs."""
+    h = g.relu(g.conv_bn(x, 3, 16, 3))
+    h = g.relu(g.conv_bn(h, 16, 32, 3, 2))
+    h = g.relu(g.conv_bn(h, 32, 64, 3, 2))
+    return g.linear(g.pool_flatten(h, 64), 64, 10)
 
 
 def _bottleneck(g: Graph, x: Any, c_in: int, width: int, stride: int) -> Any:
@@ -229,6 +238,10 @@ MODELS: dict[str, Recipe] = {
     "transformer-block": Recipe(_transformer_block, CatalogueEntry(
         "transformer block: layer norm, 2-head attention, MLP (seq 16, dim 32)", (16, 32),
         11, 15, 317_472), **_SEQUENCE),
+    "convnet": Recipe(_convnet, CatalogueEntry(
+        "small CNN: three 3x3 conv-relu layers (16, 32, 64 ch; the last two stride 2), batch norm "
+        "folded, average pool, fc 10, at 32x32 input", (1, 3, 32, 32), 6, 6, 5_666_122),
+        fold_bn=True),
     "resnet18": Recipe(_resnet18, CatalogueEntry(
         "ResNet-18-shaped network (8 basic blocks, 16-128 ch) at 32x32 input", (1, 3, 32, 32),
         25, 40, 70_911_802)),

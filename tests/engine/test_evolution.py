@@ -27,8 +27,8 @@ def test_stock_preset_equals_metaschedule_defaults() -> None:
     assert knobs.task_warmup_ranked is False
     assert knobs.sample_to_minimum_after == 0  # stock fills the population with fresh samples
     assert PRESETS["msviz"] == {"cost_model_warmup": 0, "cost_model_task_warmup": 16,
-                                "task_warmup_ranked": True, "sample_to_minimum_after": 48,
-                                "skip_db_measured": True, "eps_greedy_at_least_one": True}
+                                "task_warmup_ranked": True, "skip_db_measured": True,
+                                "eps_greedy_at_least_one": True}
 
 
 @pytest.mark.parametrize("name", ["init_measured_ratio", "genetic_mutate_prob", "eps_greedy"])

@@ -15,6 +15,7 @@ import pytest
 
 from msviz import compat, workloads
 from msviz.engine.search.applier import Applier
+from msviz.engine.search.candidates import Candidate
 from msviz.engine.search.scoring import FeatureCache
 from msviz.trace.replay import apply_trace
 
@@ -111,31 +112,59 @@ def test_a_repeated_child_is_replayed_once_and_as_a_fresh_replay(gmm: Any) -> No
              for s in schedules[:12] if mutate(tile, s.trace, 7) is not None]
     assert len(calls) == len({str(c) for c in children})
     assert [a[0] for a in again] == [f[0] for f in first]  # the very same schedules
+    keep: dict = {}  # what the next generation may reuse (the database's records still picked)
+    assert applier.apply_once(children[0], 5, made, keep) == first[0]
+    assert keep == {str(children[0]): first[0]}
     for child, (sch, shash, failed) in zip(children, first):
         fresh = apply_trace(ctx.mod, child, posts, seed=12345)  # another seed: same schedule
         assert failed is None and shash == _shash(fresh.schedule) == _shash(sch)
+    # a made schedule's own (postprocessed) trace is known too, and so is the population's
+    own = [applier.apply_once(f[0].trace, 3, made) for f in first]
+    assert [o[0] for o in own] == [f[0] for f in first]
+    assert len(calls) == len({str(c) for c in children})
+    population = {}
+    applier.remember(population, [Candidate(s, _shash(s), 0, "fresh") for s in schedules[:5]])
+    assert [applier.apply_once(s.trace, 3, population)[1] for s in schedules[:5]] == [
+        _shash(apply_trace(ctx.mod, s.trace, posts, seed=77).schedule) for s in schedules[:5]]
+    assert len(calls) == len({str(c) for c in children})  # still nothing replayed
+    # first: repeats among the children; again, keep, own, the population: all found
+    assert (applier.replayed, applier.reused) == (len(calls), 3 * len(first) - len(calls) + 6)
 
 
-def _fresh_counts(session: Any) -> list[tuple[bool, int, int]]:
-    return [(e["task_warmup"], e["fresh"], e["from_database"])
-            for e in session.events.snapshot() if e.kind == "initial_population"]
+def _fresh_counts(session: Any) -> list[tuple[int, bool, int, int]]:
+    """Per generation: the task's samples measured before it, whether it is a task warm-up,
+    its fresh samples and its records from the database."""
+    out, samples = [], 0
+    for e in session.events.snapshot():
+        if e.kind == "initial_population":
+            out.append((samples, e["task_warmup"], e["fresh"], e["from_database"]))
+        elif e.kind == "picked":
+            samples += len(e["candidates"])
+    return out
 
 
 def test_fresh_samples_only_to_the_minimum_once_the_task_is_measured(
         tmp_path: Path, tiny_session: Any) -> None:
-    """``sample_to_minimum_after=8``: population 32, init_min_unmeasured 8, batch 4. The first
-    batch is a warm-up (8 fresh); with 4 samples the next fills the population (32 minus the
-    database's 4 picks); from 8 samples on, 8 fresh next to the database's picks (32 x 0.2 =
-    6)."""
-    session = tiny_session(tmp_path / "wd", population_size=32, init_min_unmeasured=8,
-                           max_trials=16, trials_per_batch=4, cost_model_task_warmup=4,
-                           task_warmup_ranked=False, sample_to_minimum_after=8)
-    session.start()
-    assert session.wait(600) == "finished"
-    assert _fresh_counts(session) == [(True, 8, 0), (False, 28, 4), (False, 8, 6), (False, 8, 6)]
-    stock = tiny_session(tmp_path / "stock", population_size=32, init_min_unmeasured=8,
-                         max_trials=12, trials_per_batch=4, cost_model_task_warmup=4,
-                         task_warmup_ranked=False, sample_to_minimum_after=0)
-    stock.start()
-    assert stock.wait(600) == "finished"
-    assert _fresh_counts(stock) == [(True, 8, 0), (False, 28, 4), (False, 26, 6)]
+    """``sample_to_minimum_after=8``: population 32, init_min_unmeasured 8, batch 4. A task
+    warm-up (under 4 samples) samples 8 fresh schedules; then a generation fills the population
+    (32 minus the database's picks) until the task has 8 samples, and from then on samples 8.
+    With the knob at 0 (stock) every generation after the warm-up fills the population."""
+    def expected(samples: int, from_database: int, after: int) -> tuple[bool, int]:
+        if samples < 4:
+            return True, 8
+        return False, 8 if 0 < after <= samples else 32 - from_database
+
+    for after, trials in ((8, 16), (0, 12)):
+        session = tiny_session(tmp_path / f"wd{after}", population_size=32,
+                               init_min_unmeasured=8, max_trials=trials, trials_per_batch=4,
+                               cost_model_task_warmup=4, task_warmup_ranked=False,
+                               sample_to_minimum_after=after)
+        session.start()
+        assert session.wait(600) == "finished"
+        got = _fresh_counts(session)
+        assert [(warm, fresh) for _, warm, fresh, _ in got] == [
+            expected(samples, db, after) for samples, _, _, db in got]
+        fills = [fresh for samples, warm, fresh, _ in got if not warm and samples < 8]
+        assert fills and all(f > 20 for f in fills)  # the population filled: 32 - (4 to 6)
+        if after:
+            assert any(samples >= 8 for samples, *_ in got)  # the cut was reached

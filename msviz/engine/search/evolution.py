@@ -137,6 +137,7 @@ class EvolutionarySearch:
         self.design_spaces = [s.trace.simplified(remove_postproc=True) for s in design_spaces]
         self.space_keys = [space_key(trace) for trace in self.design_spaces]
         self.replayer = Applier(context.mod, list(sg.postprocs or []), self.quarantine)
+        self._db_made: dict[str, tuple] = {}  # the database's records replayed (new postprocs)
         self.mutators = [(m, float(p)) for m, p in (sg.mutator_probs or {}).items()]
 
     def close(self) -> None:
@@ -162,13 +163,14 @@ class EvolutionarySearch:
         if num <= 0:
             return []
         records = list(self.database.get_top_k(self.workload, num))
+        made, self._db_made = self._db_made, {}  # replays kept for the records still picked
 
         def one(args: tuple[Any, int]) -> tuple[Candidate | None, str | None]:
             record, seed = args
-            sch, failed = self.replayer.apply(record.trace, seed)
+            sch, shash, failed = self.replayer.apply_once(record.trace, seed, made,
+                                                          self._db_made)
             if sch is None:
                 return None, failed
-            shash = self._hash(sch)
             space = space_of(record.trace, self.space_keys)
             line = self._line_of(shash)
             return Candidate(sch, shash, space, "database", ancestor_line=line), None
@@ -449,7 +451,9 @@ class EvolutionarySearch:
         counter = 0
         population = inits
         score_cache: dict[int, float] = {}
-        made: dict[str, tuple] = {}  # this generation's children's replays
+        made: dict[str, tuple] = {}  # this generation's schedules by printed trace
+        if num_iters:
+            self.replayer.remember(made, inits)
         failures: dict[str, int] = {}
         for iteration in range(num_iters + 1):
             with self.timeit("EvoSearch/Evolve/PredictNormalizedScore"):

@@ -27,12 +27,15 @@ The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySea
 * ``sample_to_minimum_after``: once the cost model has trained on this many samples of the task,
   a generation samples only ``init_min_unmeasured`` fresh schedules, where stock fills the
   population with them (``population_size`` minus the database's picks, ~410 of 512); the
-  genetic iterations still make ``population_size`` children each. 0 never does (stock). msviz
-  uses 48 (three batches of 16). Measured with it off, msviz's resnet-block runs at 160 trials,
-  2 seeds: from the task's fourth batch on, every score pick (103 of 103) descended from a
-  database record, none from a fresh sample (in the second and third batches, 16 of 60 did),
-  while sampling and scoring those fresh schedules took ~20% of the search. MetaSchedule PR
-  #10163 (sample only to a minimum) made the same cut on GPUs.
+  genetic iterations still make ``population_size`` children each. 0 (stock, and msviz's
+  default) never does. Sampling and scoring those fresh schedules is ~20% of a generation, and
+  in msviz's resnet-block runs at 160 trials (2 seeds) every score pick from the task's fourth
+  batch on descended from a database record, none from a fresh sample (MetaSchedule PR #10163
+  made the same cut on GPUs). Yet with 48 the same runs (``benchmarks/time_to_quality.py
+  --model resnet-block --trials 160 --batch 16 --seeds 2``) were 12-17% faster and found no
+  better kernel once it took effect (best 10.6 us at batch 4 and 9.1 us at batch 1, where the
+  full population went on to 8.4 and 7.3 us): the fresh samples keep the search exploring. So
+  it stays a knob, off.
 * ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
   continues a work dir re-measures schedules the database already holds. msviz skips them.
 
@@ -161,8 +164,7 @@ class SearchKnobs:
 PRESETS: dict[str, dict[str, Any]] = {
     "stock": {},
     "msviz": {"cost_model_warmup": 0, "cost_model_task_warmup": 16, "task_warmup_ranked": True,
-              "sample_to_minimum_after": 48, "skip_db_measured": True,
-              "eps_greedy_at_least_one": True},
+              "skip_db_measured": True, "eps_greedy_at_least_one": True},
 }
 
 
