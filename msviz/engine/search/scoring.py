@@ -59,7 +59,7 @@ class FeatureCache:
 
     def scores(self, model: Any, context: Any, schedules: Sequence[tuple[int, Any]]) -> np.ndarray:
         """The trained ``model``'s scores of ``(structural hash, schedule)`` pairs, in order."""
-        cands = [(shash, sch) for shash, sch in schedules]
+        cands = list(schedules)
         if not _is_xgb(model):
             return np.asarray(model.predict(context, [_candidate(sch) for _, sch in cands]),
                               dtype="float64")
