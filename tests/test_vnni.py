@@ -80,7 +80,8 @@ def test_stock_vnni_still_fails_and_msvizs_builds_right() -> None:
 
 def test_default_rules_follow_the_target() -> None:
     vnni = RuleSet.default({"kind": "llvm", "mcpu": "cascadelake", "num-cores": 2})
-    plain = RuleSet.default({"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2})
+    avx512 = RuleSet.default({"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2})
+    plain = RuleSet.default({"kind": "llvm", "mcpu": "haswell", "num-cores": 2})
     assert [s.name for s in vnni.schedule_rules] == [
         "ApplyCustomRule", "InlineConstantScalars", "AutoInline", "AddRFactor",
         "MultiLevelTilingWithIntrin", "MultiLevelTiling", "ParallelizeVectorizeUnroll",
@@ -94,6 +95,9 @@ def test_default_rules_follow_the_target() -> None:
     assert [s.name for s in plain.schedule_rules] == [
         s.name for s in RuleSet.default({"kind": "llvm", "num-cores": 2}).schedule_rules]
     assert plain.intrinsics() == []
+    # AVX-512BW without VNNI: stock's DefaultX86("avx512") and DefaultCPUTensorization
+    assert avx512.intrinsics() == ["dot_16x4_avx512"]
+    assert [s.name for s in avx512.postprocs] == [s.name for s in vnni.postprocs]
 
 
 @needs_vnni

@@ -45,6 +45,7 @@ from msviz.compat.kernels import (
     local_builder,
     to_tensor,
 )
+from msviz.compat.rules import DefaultRules, default_rules, rule_kind
 from msviz.compat.target import (
     HostCPU,
     check_llvm_cpu,
@@ -65,6 +66,7 @@ __all__ = [
     "MS_NAMESPACE",
     "VNNI_INTRIN",
     "ArgInfo",
+    "DefaultRules",
     "HostCPU",
     "Instruction",
     "JSONDatabase",
@@ -74,6 +76,7 @@ __all__ = [
     "Workload",
     "check_llvm_cpu",
     "compile_module",
+    "default_rules",
     "derived_object",
     "describe_target",
     "device_of",
@@ -93,6 +96,7 @@ __all__ = [
     "quiet_ipython_printing",
     "register_intrins_for",
     "register_tensor_intrins",
+    "rule_kind",
     "set_kernel_threads",
     "stock_vnni_impl",
     "structural_equal",

@@ -76,6 +76,8 @@ _LLVM_MUTATORS = {
     "MutateParallel": 0.02,
 }
 _MUTATOR_PARAMS = {"MutateParallel": {"max_jobs_per_core": 16}}
+#: The intrinsic of MetaSchedule's ``DefaultX86`` rules, by rule kind (``compat.rule_kind``).
+_X86_INTRINS = {"vnni": "dot_16x4_vnni", "avx512": "dot_16x4_avx512"}
 
 _POSITIVE_INT = {"max_innermost_factor", "max_jobs_per_core", "max_vectorize_extent"}
 
@@ -192,25 +194,29 @@ class RuleSet:
         Parameters
         ----------
         target : str | dict | Target
-            An llvm target gives editable specs: MetaSchedule's CPU rules, plus its tensorizing
-            rule and postproc for ``dot_16x4_vnni`` when the CPU has AVX-512 VNNI, as
-            MetaSchedule's own choice by target does. ``"llvm"`` means this machine's CPU, as in
-            ``Session`` and ``msviz tune``, so it shows the space a session searches here; name
-            a CPU (``{"kind": "llvm", "mcpu": "skylake-avx512"}``) for another. Other kinds
-            (``"cuda"``) hold MetaSchedule's own default objects, which can be removed or
-            reordered but not re-parameterized.
+            The rule kind is the one stock's ``TuneContext`` derives from the whole target
+            (:func:`msviz.compat.rule_kind`). An x86 CPU gives editable specs: MetaSchedule's
+            CPU rules, plus its tensorizing rule and ``RewriteTensorize`` for
+            ``dot_16x4_vnni`` on an AVX-512 VNNI or AVX-VNNI CPU and ``dot_16x4_avx512`` on
+            other AVX-512BW CPUs (``DefaultX86``; msviz's one addition, ``keep_untensorized``,
+            also keeps the untensorized space of a block the intrinsic fits). ``"llvm"`` means
+            this machine's CPU, as in ``Session`` and ``msviz tune``, so it shows the space a
+            session searches here; name a CPU (``{"kind": "llvm", "mcpu":
+            "skylake-avx512"}``) for another. Other kinds (CUDA, tensor cores from ``sm_75``,
+            Arm, RISC-V, Hexagon) hold MetaSchedule's own default objects
+            (:func:`msviz.compat.default_rules`), which can be removed or reordered but not
+            re-parameterized.
         """
-        if isinstance(target, str) and target.split()[0] == "llvm":
-            target = compat.make_target(target)
-        kind = target if isinstance(target, str) else str(compat.make_target(target).kind.name)
-        if kind == "llvm":
+        target = compat.make_target(target)
+        kind = compat.rule_kind(target)
+        intrin = _X86_INTRINS.get(kind)
+        if kind == "llvm" or intrin is not None:
             out = cls(
                 [RuleSpec(n, copy.deepcopy(p)) for n, p in _LLVM_RULES],
                 list(_LLVM_POSTPROCS),
                 dict(_LLVM_MUTATORS),
             )
-            intrin = intrinsics.default_intrin(target)
-            if intrin is not None:  # MetaSchedule's DefaultX86 rules for a VNNI CPU
+            if intrin is not None:  # MetaSchedule's DefaultX86 rules and CPU tensorization
                 (rule, rparams), (post, pparams) = intrinsics.tensorize_specs(intrin)
                 out.schedule_rules.insert(
                     [s.name for s in out.schedule_rules].index("MultiLevelTiling"),
@@ -219,11 +225,9 @@ class RuleSet:
                     [s.name for s in out.postprocs].index("RewriteReductionBlock") + 1,
                     RuleSpec(post, pparams))
             return out
-        ms = compat.ms
-        rules = list(ms.schedule_rule.ScheduleRule.create(kind))
-        postprocs = list(ms.postproc.Postproc.create(kind))
-        probs = {type(m).__name__: float(p) for m, p in ms.mutator.Mutator.create(kind).items()}
-        return cls(rules, postprocs, probs)
+        stock = compat.default_rules(target)
+        return cls(stock.sch_rules, stock.postprocs,
+                   {type(m).__name__: p for m, p in stock.mutator_probs.items()})
 
     def copy(self) -> RuleSet:
         """An independent copy (rule objects are shared)."""

@@ -12,6 +12,7 @@ from msviz.trace.sites import (
     sites_frame,
     space_size,
 )
+from msviz.trace.source import target_of
 from msviz.trace.vocabulary import GLOSSARY, explain, glossary, registered_kinds
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "side_by_side_html",
     "sites_frame",
     "space_size",
+    "target_of",
     "trace_diff",
     "trace_python",
     "trace_rows",

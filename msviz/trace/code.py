@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import tvm
 
 from msviz import compat
+from msviz.trace.source import target_of
 
 __all__ = [
     "SOURCE_FORMATS",
@@ -75,15 +76,16 @@ def _bind(mod: tvm.IRModule, target: Any) -> tuple[tvm.IRModule, tvm.target.Targ
     return compat.tir.transform.BindTarget(bound)(mod), bound
 
 
-def lowered_tir(obj: Any, target: Any = "llvm") -> str:
+def lowered_tir(obj: Any, target: Any = None) -> str:
     """The module after TVM's default TIR lowering pipeline (what code generation receives).
 
     Parameters
     ----------
     obj : Schedule | Replay | Trial | IRModule | PrimFunc
         What to lower.
-    target : str | dict | Target
-        The target (``"llvm"``, ``"cuda"`` ...).
+    target : str | dict | Target, optional
+        The target (``"llvm"``, ``"cuda"`` ...); default: a trial's or Replay's own target,
+        ``"llvm"`` for anything else.
 
     Returns
     -------
@@ -91,7 +93,7 @@ def lowered_tir(obj: Any, target: Any = "llvm") -> str:
         TVMScript of the lowered module: loops flattened, buffers allocated, vectorized and
         unrolled loops expanded, host/device split, packed-API wrappers added.
     """
-    mod, bound = _bind(_mod_of(obj), target)
+    mod, bound = _bind(_mod_of(obj), target_of(obj) if target is None else target)
     pipeline = compat.tir.get_tir_pipeline("default")
     if isinstance(pipeline, tuple):  # (pipeline, finalize_host, finalize_device)
         pipeline = pipeline[0]
@@ -99,12 +101,14 @@ def lowered_tir(obj: Any, target: Any = "llvm") -> str:
         return pipeline(mod).script()
 
 
-def build(obj: Any, target: Any = "llvm") -> Any:
-    """``tvm.tirx.build`` of a schedule-like object; returns the runtime module."""
+def build(obj: Any, target: Any = None) -> Any:
+    """``tvm.tirx.build`` of a schedule-like object (for its own target by default); returns
+    the runtime module."""
+    target = target_of(obj) if target is None else target
     return compat.tir.build(_mod_of(obj), target=compat.make_target(target))
 
 
-def generated_source(obj: Any, target: Any = "llvm", fmt: str | None = None) -> str:
+def generated_source(obj: Any, target: Any = None, fmt: str | None = None) -> str:
     """The source code TVM generates for a schedule.
 
     Parameters
@@ -123,6 +127,7 @@ def generated_source(obj: Any, target: Any = "llvm", fmt: str | None = None) -> 
     -------
     source : str
     """
+    target = target_of(obj) if target is None else target
     if isinstance(target, str) and target == "c":
         target = tvm.target.Target("c")
     target = compat.make_target(target)

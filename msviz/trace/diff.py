@@ -30,7 +30,7 @@ TRACE_DIFF_COLUMNS = [
 ]
 
 
-def text_of(obj: Any, what: str = "script", target: Any = "llvm") -> str:
+def text_of(obj: Any, what: str = "script", target: Any = None) -> str:
     """The text of one side of a diff.
 
     Parameters
@@ -59,7 +59,7 @@ def script_diff(
     b: Any,
     *,
     what: str = "script",
-    target: Any = "llvm",
+    target: Any = None,
     context: int = 3,
     names: tuple[str, str] = ("a", "b"),
 ) -> str:
@@ -93,7 +93,7 @@ def side_by_side_html(
     b: Any,
     *,
     what: str = "script",
-    target: Any = "llvm",
+    target: Any = None,
     context: int | None = 3,
     names: tuple[str, str] = ("a", "b"),
     full_page: bool = False,

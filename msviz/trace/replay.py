@@ -23,7 +23,7 @@ from msviz.errors import DecisionError
 from msviz.trace.replay_errors import decision_error, replay_error, tvm_summary
 from msviz.trace.rows import decision_value, is_sampling
 from msviz.trace.sites import EDITABLE_KINDS, DecisionSite, site_info
-from msviz.trace.source import fresh_schedule, resolve_trace
+from msviz.trace.source import fresh_schedule, resolve_trace, target_of
 
 __all__ = [
     "Replay",
@@ -192,18 +192,21 @@ _POSTPROC_CACHE: dict[tuple, list] = {}
 def default_postprocs(mod: Any, target: Any) -> list[tuple[str, Any]]:
     """MetaSchedule's default postprocessors for ``target``, initialised for ``mod``.
 
-    Each is initialised with a ``TuneContext`` as the tuner does (the first TuneContext in a
-    process costs ~15 s of imports). Results are cached per workload and target.
+    They are the ones stock's ``TuneContext`` picks from the whole target
+    (:func:`msviz.compat.default_rules`): ``RewriteTensorize`` on an AVX-512 or VNNI CPU, the
+    tensor-core postprocs on CUDA ``sm_75`` and newer, ``VerifyVTCMLimit`` on Hexagon. Each is
+    initialised with a ``TuneContext`` as the tuner does (the first TuneContext in a process
+    costs ~15 s of imports). Results are cached per workload and target.
 
     Returns
     -------
     postprocs : list of (name, Postproc)
     """
     target = compat.make_target(target)
-    kind = "cuda" if target.kind.name == "cuda" else "llvm"
-    key = (compat.structural_hash(mod), str(target), kind)
+    key = (compat.structural_hash(mod), str(target), str(target.host))
     if key not in _POSTPROC_CACHE:
-        _POSTPROC_CACHE[key] = initialised_postprocs(compat.ms.Postproc.create(kind), mod, target)
+        _POSTPROC_CACHE[key] = initialised_postprocs(
+            compat.default_rules(target).postprocs, mod, target)
     return _POSTPROC_CACHE[key]
 
 
@@ -330,7 +333,7 @@ def with_decisions(
     decisions: Any = None,
     *,
     mod: Any = None,
-    target: Any = "llvm",
+    target: Any = None,
     postprocs: Any = "default",
     seed: int = 1,
 ) -> Replay:
@@ -346,8 +349,10 @@ def with_decisions(
         (-1 root, -2 inline) for ``SampleComputeLocation``. Empty: replay as recorded.
     mod : IRModule | PrimFunc | Workload | str, optional
         The workload before scheduling; required for a bare Trace or Schedule.
-    target : str | dict | Target
-        Whose default postprocessors to apply (``"llvm"`` or ``"cuda"``...).
+    target : str | dict | Target, optional
+        Whose default postprocessors to apply. Default: the trial's (or record's, or
+        Replay's) own target, as stored; ``"llvm"`` (this machine's CPU) for a bare Trace or
+        Schedule.
     postprocs : "default" | str | list of Postproc | TuneContext | SpaceGenerator | False
         The postprocessors: the target's defaults, those of a kind (``"cuda"``), an explicit
         list, those of a space generator, or none (False).
@@ -367,7 +372,7 @@ def with_decisions(
     """
     trace, base = resolve_trace(obj, mod)
     edits = _normalize_edits(trace, decisions)
-    target = compat.make_target(target)
+    target = compat.make_target(target_of(obj) if target is None else target)
     index_of = {inst: i for i, inst in enumerate(trace.insts)}
     pending: list[DecisionError] = []
     given: dict[int, Any] = {}

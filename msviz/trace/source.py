@@ -14,7 +14,7 @@ import tvm
 
 from msviz import compat, workloads
 
-__all__ = ["TraceSource", "resolve_mod", "resolve_trace"]
+__all__ = ["TraceSource", "resolve_mod", "resolve_trace", "target_of"]
 
 
 class TraceSource(NamedTuple):
@@ -75,6 +75,23 @@ def _trace_of(obj: Any) -> tuple[Any, Any]:
         "expected a Trace, a Schedule, a msviz Trial or Replay, a TuningRecord or a "
         f"MeasureCandidate, not {type(obj).__name__}"
     )
+
+
+def target_of(obj: Any, default: Any = "llvm") -> Any:
+    """The target ``obj`` was tuned or replayed for: a trial's or a stock record's own target,
+    a Replay's; ``default`` for a bare Trace, Schedule or candidate (or a record without one).
+
+    Replaying a trace for another target than its own applies the wrong postprocs (a
+    tensorized trace comes back untensorized, a CUDA one unbound), so every replay, edit and
+    measurement of a stored trial starts from this.
+    """
+    target = getattr(obj, "target", None)  # a Replay
+    if target is None:
+        record = getattr(obj, "record", None)  # a records.Trial
+        if record is None and hasattr(obj, "workload") and hasattr(obj, "run_secs"):
+            record = obj  # a stock TuningRecord
+        target = getattr(record, "target", None) if record is not None else None
+    return target if target is not None else default
 
 
 def resolve_trace(obj: Any, mod: Any = None, *, need_mod: bool = True) -> TraceSource:

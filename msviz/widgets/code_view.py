@@ -28,7 +28,9 @@ CODE_KINDS = {
 
 
 def code_text(trial: Any, kind: str, target: Any) -> str:
-    """The text of one code kind for a trial (``Trial``, ``Replay`` or ``Schedule``)."""
+    """The text of one code kind for a trial (``Trial``, ``Replay`` or ``Schedule``): lowered
+    and generated for the trial's own target (``target`` for a bare Schedule)."""
+    target = T.target_of(trial, target)
     if kind == "script":
         return T.tvmscript(trial)
     if kind == "trace":
