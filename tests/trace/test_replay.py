@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import msviz
 from msviz import compat
-from msviz.trace import Replay, decision_sites, with_decisions
+from msviz.trace import Replay, decision_sites, target_of, with_decisions
 
 
 def run_gmm(mod) -> None:
@@ -29,10 +29,14 @@ def test_stored_decisions_replay_to_the_stored_module(gmm_best):
     replay = with_decisions(gmm_best)
     assert isinstance(replay, Replay)
     assert compat.structural_equal(replay.mod, gmm_best.mod)
+    # stock's llvm postprocs; an AVX-512 or VNNI host (rule kind avx512/vnni) adds
+    # RewriteTensorize before RewriteLayout (GetRuleKindFromTarget, postproc.cc)
+    x86_tensor = compat.rule_kind(target_of(gmm_best)) in ("avx512", "vnni")
     assert replay.postprocs == [
         "DisallowDynamicLoop",
         "RewriteParallelVectorizeUnroll",
         "RewriteReductionBlock",
+        *(["RewriteTensorize"] if x86_tensor else []),
         "RewriteLayout",
     ]
     # the same with the bare trace and the workload given explicitly
