@@ -6,18 +6,26 @@
 
 A trace is a few kilobytes; ``json.loads`` of every line costs ~0.4 ms, so 100,000 records would
 take ~40 s. The reader therefore parses only the line's tail (``run_secs``, target, ``args_info``)
-and keeps the byte offset of each line; the trace is parsed when a trial is opened. A line that is
-torn (a crash mid-write) or corrupt is skipped, with one warning per file naming the lines.
-Corrupt: not a record's JSON, a NUL byte (a file pre-allocated or zeroed by a crash), a workload
-index the workload file does not hold, or ``run_secs`` that are not positive finite numbers of
-at least :data:`MIN_RUN_SECS` (a latency of ``-1`` or ``0`` would otherwise be the best).
+and the first bytes of the trace, and keeps the byte offset of each line; the trace is parsed when
+a trial is opened. A line that is torn (a crash mid-write) or corrupt is skipped, with one warning
+per file naming the lines. Corrupt: not a record's JSON, a NUL byte (a file pre-allocated or
+zeroed by a crash), a workload index the workload file does not hold, or ``run_secs`` that stock
+``JSONDatabase`` refuses to read (not numbers, NaN, infinite, beyond a float32's range, or too
+small for a double: stock then cannot open the work dir at all).
+
+Every ``run_secs`` stock reads is read as it is, since ``Database.get_top_k`` ranks them as they
+are (``0.0``, a negative time, a ``1e10`` among real times): a time below :data:`MIN_RUN_SECS`
+(no kernel runs that fast) is kept, with one warning naming the lines. Records whose trace holds
+no schedule instruction (nothing before ``EnterPostproc``) are listed in
+:attr:`RecordColumns.unscheduled`: ``TuningRecord::IsValid`` is false for them, so stock never
+picks them, whatever they measured.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import mmap
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,6 +39,7 @@ __all__ = [
     "RecordColumns",
     "RecordLine",
     "WorkloadLine",
+    "has_schedule",
     "read_record_columns",
     "read_record_json",
     "read_records",
@@ -39,9 +48,15 @@ __all__ = [
 
 WORKLOAD_FILE = "database_workload.json"
 RECORD_FILE = "database_tuning_record.json"
-#: The least run time a record may hold: a nanosecond (no kernel launch is faster; a smaller
-#: value, zero or a negative one is a corrupt record, never a best).
+#: The least run time a kernel plausibly takes: a nanosecond (no kernel launch is faster). A
+#: record below it (zero, negative) is read as stock reads it, with a warning naming its line.
 MIN_RUN_SECS = 1e-9
+#: The range of run_secs stock ``JSONDatabase`` reads: each is a ``FloatImm`` of a float32's
+#: range (larger fails its check), parsed by ``std::stod`` (which refuses a subnormal double).
+_MOST_RUN_SECS = 3.4028234663852886e38
+_LEAST_RUN_SECS = sys.float_info.min
+#: How a trace whose first instruction is the postproc marker starts, after ``[[``.
+_POSTPROC_FIRST = b'["EnterPostproc"'
 
 
 class WorkloadLine(NamedTuple):
@@ -95,22 +110,34 @@ def read_workloads(path: Path) -> list[WorkloadLine | None]:
     return out
 
 
-def _parse_run_secs(text: str) -> tuple[float, ...] | None:
+def _parse_run_secs(text: str) -> tuple[tuple[float, ...] | None, bool]:
+    """(run_secs, plausible) of a run_secs JSON text; ValueError if stock cannot read it."""
     if text == "null":
-        return None
+        return None, True
     values = json.loads(text)
-    if not isinstance(values, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
-    ):
+    # stock reads a JSON boolean in run_secs as 1.0 or 0.0 (an int to its FloatImm)
+    if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
         raise ValueError("run_secs is not a list of numbers")
     return _checked_run_secs(tuple(float(v) for v in values))
 
 
-def _checked_run_secs(values: tuple[float, ...]) -> tuple[float, ...]:
-    """``values`` if each is finite and at least :data:`MIN_RUN_SECS` (NaN fails too)."""
-    if not all(MIN_RUN_SECS <= v < math.inf for v in values):
-        raise ValueError("run_secs are not positive finite numbers")
-    return values
+def _checked_run_secs(values: tuple[float, ...]) -> tuple[tuple[float, ...], bool]:
+    """(``values``, whether each is at least :data:`MIN_RUN_SECS`); ValueError where stock
+    ``JSONDatabase`` would refuse one (NaN fails every comparison)."""
+    if all(MIN_RUN_SECS <= v <= _MOST_RUN_SECS for v in values):  # any real measurement
+        return values, True
+    if not all(v == 0.0 or _LEAST_RUN_SECS <= abs(v) <= _MOST_RUN_SECS for v in values):
+        raise ValueError("run_secs that stock JSONDatabase cannot read")
+    return values, False
+
+
+def has_schedule(trace_json: object) -> bool:
+    """Whether a trace's JSON (``[instructions, decisions]``) holds a schedule instruction before
+    any ``EnterPostproc``: where it does not, ``TuningRecord::IsValid`` is false."""
+    if not isinstance(trace_json, list) or not trace_json or not isinstance(trace_json[0], list):
+        return False
+    insts = trace_json[0]
+    return bool(insts) and not (isinstance(insts[0], list) and insts[0][:1] == ["EnterPostproc"])
 
 
 _SPACE = b" \t\r"
@@ -126,9 +153,10 @@ class _LineParser:
         self.targets: dict[bytes, str] = {}
         self.args_ok: set[bytes] = set()
 
-    def parse(self, lo: int, hi: int) -> tuple[int, tuple[float, ...] | None, str]:
-        """(workload index, run_secs, target JSON) of the line ``buf[lo:hi]``; ValueError if
-        it is malformed."""
+    def parse(self, lo: int, hi: int) -> tuple[int, tuple[float, ...] | None, str, bool, bool]:
+        """(workload index, run_secs, target JSON, whether the trace holds a schedule
+        instruction, whether run_secs are plausible) of the line ``buf[lo:hi]``; ValueError if
+        it is malformed (or unusual: the full parser reads it then)."""
         buf = self.buf
         if buf[lo : lo + 1] != b"[" or buf[hi - 2 : hi] != b"]]":
             raise ValueError("not a complete record")
@@ -138,8 +166,16 @@ class _LineParser:
         workload = int(buf[lo + 1 : comma])
         if not 0 <= workload < self.num_workloads:
             raise ValueError("unknown workload")
-        if buf[comma + 1 : comma + 3] != b"[[":
-            raise ValueError("no trace")
+        # the record, the trace, its instructions: "[]", or "[[" and the first one's kind
+        head = buf[comma + 1 : comma + 7]
+        if head.startswith(b'[[[["') and head != b'[[[["E':  # "E": maybe EnterPostproc
+            scheduled = True
+        elif head[:4] == b"[[[]":
+            scheduled = False
+        elif head == b'[[[["E':
+            scheduled = buf[comma + 4 : comma + 4 + len(_POSTPROC_FIRST)] != _POSTPROC_FIRST
+        else:
+            raise ValueError("no trace, or an unusual one")
         target_end = buf.rfind(b"},[[", comma, hi)
         if target_end < 0:
             raise ValueError("no target")
@@ -151,6 +187,7 @@ class _LineParser:
         target_start = buf.rfind(b",{", comma, target_end)
         if target_start < 0:
             raise ValueError("no target")
+        plausible = True
         if buf[target_start - 4 : target_start] == b"null":
             run_secs = None
         else:
@@ -159,13 +196,15 @@ class _LineParser:
                 raise ValueError("no run_secs")
             inner = buf[start + 1 : target_start - 1]
             # float() reads JSON numbers (and refuses true/false/strings): no JSON parse per line
-            run_secs = (_checked_run_secs(tuple(map(float, inner.split(b","))))
-                        if inner.strip() else ())
+            if inner.strip():
+                run_secs, plausible = _checked_run_secs(tuple(map(float, inner.split(b","))))
+            else:
+                run_secs = ()
         raw_target = buf[target_start + 1 : target_end + 1]
         target = self.targets.get(raw_target)
         if target is None:
             target = self.targets[raw_target] = raw_target.decode("utf-8", errors="replace")
-        return workload, run_secs, target
+        return workload, run_secs, target, scheduled, plausible
 
 
 class RecordColumns(NamedTuple):
@@ -176,6 +215,8 @@ class RecordColumns(NamedTuple):
     workload: list[int]
     run_secs: list[tuple[float, ...] | None]
     target: list[str]
+    #: Lines whose trace holds no schedule instruction (stock never picks them).
+    unscheduled: frozenset[int] = frozenset()
 
 
 def read_records(path: Path, num_workloads: int) -> list[RecordLine]:
@@ -188,7 +229,8 @@ def read_records(path: Path, num_workloads: int) -> list[RecordLine]:
     num_workloads : int
         Lines in the workload file; a record pointing past it is skipped as corrupt.
     """
-    return [RecordLine(*values) for values in zip(*read_record_columns(path, num_workloads))]
+    columns = read_record_columns(path, num_workloads)
+    return [RecordLine(*values) for values in zip(*columns[:len(RecordLine._fields)])]
 
 
 def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
@@ -196,9 +238,10 @@ def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
 
     Only each line's tail (``run_secs``, target, ``args_info``) is parsed, in place in a
     memory map of the file: the traces (most of the bytes) are never copied or decoded here.
-    A torn or corrupt line is skipped, with one warning naming the lines.
+    A torn or corrupt line is skipped, with one warning naming the lines; run_secs below
+    :data:`MIN_RUN_SECS` are read as they are, with another.
     """
-    lines: list[tuple[int, int, int, Any, str]] = []
+    lines: list[tuple[int, int, int, Any, str, bool, bool]] = []
     bad: list[int] = []
     size = path.stat().st_size
     with open(path, "rb") as f:
@@ -233,12 +276,19 @@ def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
         if size:
             buf.close()
     out = RecordColumns([], [], [], [], [])
-    for number, start, workload, run_secs, target in lines:
+    unscheduled, implausible = [], []
+    for number, start, workload, run_secs, target, scheduled, plausible in lines:
         out.line.append(number)
         out.offset.append(start)
         out.workload.append(workload)
         out.run_secs.append(run_secs)
         out.target.append(target)
+        if not scheduled:
+            unscheduled.append(number)
+        if not plausible:
+            implausible.append(number)
+    if unscheduled:
+        out = out._replace(unscheduled=frozenset(unscheduled))
     if bad and num_workloads == 0 and not out.line:
         warnings.warn(
             f"{path.parent / WORKLOAD_FILE} holds no workload (it is empty): none of the "
@@ -248,10 +298,20 @@ def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
         )
     elif bad:
         _warn_skipped(path, sorted(bad), "torn or corrupt record")
+    if implausible:
+        shown = ", ".join(map(str, implausible[:20])) + (" ..." if len(implausible) > 20 else "")
+        warnings.warn(
+            f"{path}: {len(implausible)} record line(s) hold run_secs below 1 ns, zero or "
+            f"negative (line {shown}): no kernel runs that fast, but MetaSchedule ranks them "
+            "as they are (the least mean is what compile_tir picks), and so does msviz",
+            MsvizWarning,
+            stacklevel=2,
+        )
     return out
 
 
-def _parse_full(text: str, num_workloads: int) -> tuple[int, tuple[float, ...] | None, str]:
+def _parse_full(text: str, num_workloads: int
+                ) -> tuple[int, tuple[float, ...] | None, str, bool, bool]:
     try:
         workload, (trace, run_secs, target, args_info) = json.loads(text)
     except (ValueError, TypeError) as err:
@@ -260,8 +320,8 @@ def _parse_full(text: str, num_workloads: int) -> tuple[int, tuple[float, ...] |
         raise ValueError("unknown workload")
     if not isinstance(trace, list) or not isinstance(args_info, list):
         raise ValueError("malformed record")
-    secs = None if run_secs is None else _parse_run_secs(json.dumps(run_secs))
-    return workload, secs, json.dumps(target)
+    secs, plausible = (None, True) if run_secs is None else _parse_run_secs(json.dumps(run_secs))
+    return workload, secs, json.dumps(target), has_schedule(trace), plausible
 
 
 def read_record_json(path: Path, offset: int) -> list:

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from msviz import compat
 from msviz.errors import MsvizWarning, TargetError, WriteError
 from msviz.records import database as db_files
+from msviz.records import row as trial_row
 from msviz.records.run import Run, check_work_dir
 from msviz.records.targets import record_target, same_target
 
@@ -122,8 +123,20 @@ def _well_formed(index: Any, trace: Any, run_secs: Any, target: Any, args_info: 
     return (isinstance(index, int) and isinstance(trace, list) and len(trace) == 2
             and all(isinstance(part, list) for part in trace) and isinstance(target, dict)
             and isinstance(args_info, list)
-            and (run_secs is None or (isinstance(run_secs, list) and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in run_secs))))
+            and (run_secs is None or _readable_run_secs(run_secs)))
+
+
+def _readable_run_secs(run_secs: Any) -> bool:
+    """Whether stock ``JSONDatabase`` reads these run_secs (as the work-dir reader reads them:
+    ``true`` is 1.0, zero and negative times are kept; NaN, infinities and values beyond a
+    float32 make stock refuse the whole file)."""
+    if not isinstance(run_secs, list) or not all(isinstance(v, (int, float)) for v in run_secs):
+        return False
+    try:
+        db_files._checked_run_secs(tuple(float(v) for v in run_secs))
+    except (ValueError, OverflowError):
+        return False
+    return True
 
 
 def _read_record(number: int, text: str, workloads: list, targets: dict[str, tuple[Any, str]]
@@ -398,13 +411,14 @@ def database(work_dir: str | Path, *, target: Any = None, top_k: int | None = 1)
 
 def _fastest(records: list[_Record], top_k: int | None) -> list[_Record]:
     """The ``top_k`` fastest valid records of each workload (all records when None), in file
-    order. Valid as ``TuningRecord::IsValid``: some run_secs is not the 1e10 failure mark."""
+    order. Valid as ``TuningRecord::IsValid``: some run_secs is not the 1e10 failure mark and
+    the trace holds a schedule instruction; ranked by the mean as ``GetTopK`` ranks."""
     if top_k is None:
         return records
     by_workload: dict[int, list[tuple[float, int]]] = {}
     for i, rec in enumerate(records):
-        secs = rec.body[1]
-        if secs and any(s != compat.FAILED_RUN_SECS for s in secs):
-            by_workload.setdefault(rec.shash, []).append((sum(secs) / len(secs), i))
+        trace, secs = rec.body[0], rec.body[1]
+        if trial_row.valid_run_secs(secs) and db_files.has_schedule(trace):
+            by_workload.setdefault(rec.shash, []).append((trial_row.mean_run_secs(secs), i))
     chosen = sorted(i for ranked in by_workload.values() for _, i in sorted(ranked)[:top_k])
     return [records[i] for i in chosen]

@@ -200,6 +200,9 @@ def migrate_on_read(work_dir: Path, workloads: list[db_files.WorkloadLine | None
         kept = (line, records.offset[k], w, records.run_secs[k], targets[records.target[k]])
         for column, value in zip(migration.records, kept):
             column.append(value)
+    if records.unscheduled:
+        migration.records = migration.records._replace(
+            unscheduled=records.unscheduled.intersection(migration.records.line))
     if migration.migrated:
         warnings.warn(f"{work_dir}: {migration.note}", MsvizWarning, stacklevel=3)
     if migration.skipped:

@@ -32,7 +32,7 @@ __all__ = ["MIN_CACHED_BYTES", "OpenState", "cache_path", "load", "save"]
 #: Record files smaller than this open fast enough read directly (and are not cached).
 MIN_CACHED_BYTES = 4 << 20
 #: Bumped when what the cache holds changes.
-FORMAT = 1
+FORMAT = 2
 _TAIL = 1 << 20
 
 
@@ -118,7 +118,7 @@ def _read(path: Path, key: str) -> OpenState | None:
         return None
     run_secs = [None if v is None else tuple(v) for v in cols["run_secs"]]
     records = db_files.RecordColumns(cols["line"], cols["offset"], cols["workload"], run_secs,
-                                     cols["target"])
+                                     cols["target"], frozenset(info["unscheduled"]))
     logged = [None if t is None else log_files.LogTrial(t, time, kind, error)
               for t, time, kind, error in zip(cols["log_trial"], cols["log_time"],
                                               cols["log_error_kind"], cols["log_error"])]
@@ -156,7 +156,8 @@ def save(work_dir: Path, key: str, state: OpenState) -> None:
     info = {"names": state.names, "flops": state.flops, "weights": state.weights,
             "task_ids": state.task_ids, "done": state.done,
             "task_table": [list(row) for row in state.task_table],
-            "total_latency_us": state.total_latency_us, "warnings": state.warnings}
+            "total_latency_us": state.total_latency_us, "warnings": state.warnings,
+            "unscheduled": sorted(records.unscheduled)}
     table = pa.table(columns).replace_schema_metadata(
         {"msviz_key": key, "msviz_state": json.dumps(info)})
     path = cache_path(work_dir)

@@ -3,7 +3,9 @@
 Mean latency (from ``run_secs``), status (from the error kind, MetaSchedule's ``1e10`` failure
 marker or the log), GFLOPS (from FLOP and latency) and the typed trials DataFrame are computed
 here, for the work-dir reader (:mod:`msviz.records.run`), the sidecar merge, a session's live
-table (:mod:`msviz.records.live`) and the views' inputs. Nothing else computes them.
+table (:mod:`msviz.records.live`) and the views' inputs. Nothing else computes them. What counts
+as a measurement and how it ranks are stock MetaSchedule's database's (``TuningRecord::IsValid``,
+``SortTuningRecordByMeanRunSecs``), so the best trial is the record ``compile_tir`` picks.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ __all__ = [
     "iso_timestamp",
     "log_time",
     "mean_latency_us",
+    "mean_run_secs",
     "median_latency_us",
     "status",
     "stored_run_secs",
     "trials_frame",
+    "valid_run_secs",
 ]
 
 #: The columns of ``Run.trials`` read from the stock database and logs, in order.
@@ -72,7 +76,8 @@ ALL_COLUMNS = TRIAL_COLUMNS + SIDECAR_COLUMNS
 
 #: What ``status`` can be. ``infra_error``: the measuring infrastructure failed (watchdog,
 #: no device, a lost batch), not the candidate; ``device_lost``: the RPC server measuring it
-#: died or left the fleet; ``failed``: a ``1e10`` record with no error text;
+#: died or left the fleet; ``failed``: a record stock's database never picks (no run time but
+#: ``1e10``, or none; or a trace without a schedule instruction) and no error text says why;
 #: ``wrong_result``: it ran, but its output differs from the untuned workload's (result check;
 #: the database holds ``1e10``, the sidecar the measured times).
 STATUSES = (
@@ -90,22 +95,41 @@ STATUSES = (
 _INT_COLUMNS = ("batch", "generation", "iteration", "design_space", "parent", "ancestor_line")
 
 
-def _measured(run_secs: Sequence[float] | None) -> bool:
-    return bool(run_secs) and max(run_secs) < compat.FAILED_RUN_SECS  # type: ignore[arg-type, type-var]
+def valid_run_secs(run_secs: Sequence[float] | None) -> bool:
+    """Whether ``run_secs`` make a record a measurement, as ``TuningRecordNode::IsValid``
+    counts: some time that is not exactly the ``1e10`` failure mark (``[3e-05, 1e10]`` is one,
+    ``[]``, ``None`` and ``[1e10, 1e10]`` are not)."""
+    if not run_secs:
+        return False
+    return run_secs.count(compat.FAILED_RUN_SECS) < len(run_secs)
+
+
+def mean_run_secs(run_secs: Sequence[float] | None) -> float:
+    """The mean of ``run_secs`` (s) as the stock database ranks records by it
+    (``SortTuningRecordByMeanRunSecs``): summed in order, ``1e10`` when there is none."""
+    if not run_secs:
+        return compat.FAILED_RUN_SECS
+    if len(run_secs) == 1:
+        return float(run_secs[0])
+    total = 0.0
+    for v in run_secs:  # not sum(): Python >= 3.12 sums floats with compensation, C++ does not
+        total += v
+    return total / len(run_secs)
 
 
 def mean_latency_us(run_secs: Sequence[float] | None) -> float:
-    """Mean of ``run_secs`` in microseconds; NaN for a failed (``1e10``) or missing measurement."""
-    if not _measured(run_secs):
+    """Mean of ``run_secs`` in microseconds, as the stock database ranks it (a ``1e10`` among
+    real times counts); NaN where they are no measurement (:func:`valid_run_secs`)."""
+    if not valid_run_secs(run_secs):
         return math.nan
-    return sum(run_secs) / len(run_secs) * 1e6  # type: ignore[arg-type]
+    return mean_run_secs(run_secs) * 1e6
 
 
 def median_latency_us(run_secs: Sequence[float] | None) -> float:
     """Median of ``run_secs`` in microseconds (``GetRunMsMedian``: the mean of the middle two
     for an even count), as MetaSchedule's task scheduler and its log lines time a trial; NaN
-    for a failed or missing measurement."""
-    if not _measured(run_secs):
+    for a failed or missing measurement (:func:`valid_run_secs`)."""
+    if not valid_run_secs(run_secs):
         return math.nan
     v = sorted(run_secs)  # type: ignore[type-var]
     n = len(v)
@@ -125,13 +149,14 @@ def status(run_secs: Sequence[float] | None, error_kind: str | None, error: str 
     Parameters
     ----------
     run_secs : sequence of float, optional
-        What the stock database holds (``[1e10]`` for a failure).
+        What the stock database holds (``[1e10]`` for a failure); ``"ok"`` where they are a
+        measurement as stock counts one (:func:`valid_run_secs`), whatever the error says.
     error_kind : {"build", "run", "infra", "wrong", "device_lost"}, optional
         Where it failed (sidecar, event or log); ``"run"`` is assumed for error text without one.
     error : str, optional
         The error text; a ``Timeout`` in it makes ``*_timeout``.
     """
-    if _measured(run_secs):
+    if valid_run_secs(run_secs):
         return "ok"
     kind = error_kind or ("run" if error else None)
     if kind is None:

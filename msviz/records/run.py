@@ -35,6 +35,11 @@ from msviz.workloads import flop_count
 __all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "check_work_dir",
            "open_work_dir", "tasks_frame"]
 
+#: The error text of a measured record whose trace holds no schedule instruction.
+UNSCHEDULED_ERROR = ("its trace holds no schedule instruction (nothing before EnterPostproc): "
+                     "MetaSchedule's database never picks it (TuningRecord.IsValid is false)")
+
+
 @dataclass
 class Trial:
     """One measured candidate of a run: its numbers now, its trace and IRModule on demand.
@@ -172,7 +177,9 @@ class Run:
         One row per trial (record), one per task.
     end_to_end : dict or None
         The last end-to-end check of a model msviz tuned here (``Session.check_model``):
-        ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``, ``error``.
+        ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``, ``error``,
+        ``draws``, ``untuned_draws_us``, ``tuned_draws_us``, ``untuned_spread``,
+        ``tuned_spread`` (None in a check recorded before it was timed in several draws).
     migration : Migration or None
         How records written by a TVM before the ``s_tir`` rename were migrated on read
         (:mod:`msviz.records.migrated`); None when nothing needed it.
@@ -374,11 +381,17 @@ class Run:
                 kinds.append(entry.error_kind if entry else None)
                 errors.append(entry.error if entry else None)
         latency = [trial_row.mean_latency_us(secs) for secs in run_secs]
+        status = [trial_row.status(*args) for args in zip(run_secs, kinds, errors)]
+        if records.unscheduled:  # measured, but stock never picks them: failed, and why
+            for i, line in enumerate(lines):
+                if line in records.unscheduled and status[i] == "ok":
+                    status[i], latency[i] = "failed", math.nan
+                    errors[i] = errors[i] or UNSCHEDULED_ERROR
         data: dict[str, list] = {
             "task": [self._task_names[w] for w in workloads],
             "trial": list(range(len(lines))),
             "task_trial": task_trial,
-            "status": [trial_row.status(*args) for args in zip(run_secs, kinds, errors)],
+            "status": status,
             "latency_us": latency,
             "gflops": [trial_row.gflops(self._flops.get(w, math.nan), lat)
                        for w, lat in zip(workloads, latency)],
@@ -409,7 +422,11 @@ class Run:
         return Trial(self, index % len(self.trials))
 
     def best(self, task: str | None = None) -> Trial:
-        """The trial with the lowest mean latency (the record ``compile_tir`` would pick).
+        """The record ``compile_tir`` would pick: stock ``Database.get_top_k(workload, 1)``.
+
+        That is the least mean of ``run_secs`` among the task's valid records (some time that
+        is not the ``1e10`` failure mark, a trace with a schedule instruction), the first in
+        file order among equal means; its ``latency_us`` is that mean (in µs).
 
         Parameters
         ----------
@@ -490,7 +507,9 @@ class Run:
 
 
 #: The fields of an end-to-end check (``Session.check_model``, the ``end_to_end`` event).
-END_TO_END_FIELDS = ("untuned_us", "tuned_us", "match", "max_abs_diff", "fallback", "error")
+END_TO_END_FIELDS = ("untuned_us", "tuned_us", "match", "max_abs_diff", "fallback", "error",
+                     "draws", "untuned_draws_us", "tuned_draws_us", "untuned_spread",
+                     "tuned_spread")
 
 
 def _end_to_end_data(entry: dict) -> dict:

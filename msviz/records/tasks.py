@@ -6,6 +6,8 @@ import math
 
 import pandas as pd
 
+from msviz.records.row import mean_run_secs
+
 __all__ = ["TASK_COLUMNS", "tasks_frame"]
 
 
@@ -22,12 +24,13 @@ def tasks_frame(trials: pd.DataFrame, names: dict[int, str], flops: dict[int, fl
     ``index`` is the task's ID in MetaSchedule's task table (from the logs; else the order of
     first appearance), rows are in that order; ``weighted_latency_us`` is weight x best
     latency (weight 1 when unknown); ``done`` is the logged Done flag (None: not logged).
+    ``best_trial`` is the record stock ``Database.get_top_k(workload, 1)`` gives: the least mean
+    ``run_secs`` of the trials with a latency, the first in file order among equal means.
     """
     task_ids, done = task_ids or {}, done or {}
     rows = []
     for w, mine in trials.groupby("workload", sort=True):
-        ok = mine["latency_us"].dropna()
-        best = int(ok.idxmin()) if len(ok) else None
+        best = _best_trial(trials, mine["latency_us"].dropna())
         weight = weights.get(int(w), math.nan)
         best_us = math.nan if best is None else float(trials.at[best, "latency_us"])
         rows.append(
@@ -54,3 +57,17 @@ def tasks_frame(trials: pd.DataFrame, names: dict[int, str], flops: dict[int, fl
             row["index"] = next(spare)
     rows.sort(key=lambda r: r["index"])
     return pd.DataFrame(rows, columns=TASK_COLUMNS)
+
+
+def _best_trial(trials: pd.DataFrame, latency_us: pd.Series) -> int | None:
+    """The row of ``trials`` (among ``latency_us``' rows, in file order) that stock ranks first.
+
+    Latencies are the stock means x 1e6: never in another order than the means, but two means
+    a rounding apart can meet there; those few are ranked by their means in seconds.
+    """
+    if not len(latency_us):
+        return None
+    least = latency_us.index[latency_us == latency_us.min()]
+    if len(least) == 1 or "run_secs" not in trials:
+        return int(least[0])
+    return int(min(least, key=lambda i: mean_run_secs(trials.at[i, "run_secs"])))

@@ -174,7 +174,8 @@ def test_tasks_tab_shows_the_model_profile(tmp_path: Path) -> None:
             report.update(rows=rows, graphs=graphs)
             assert [r[0] for r in rows] == list(frame["task"])
             assert [r[2] for r in rows] == [f"{v:.3f}" for v in frame["in_model_us"]]
-            assert [r[5] == "loses in place" for r in rows] == list(frame["flagged"])
+            # Task, Calls, In model, Spread, Tuned, Ratio, then the mark
+            assert [r[6] == "loses in place" for r in rows] == list(frame["flagged"])
             profile = next(g for g in graphs if g["title"] == "Kernels in the model vs in tuning")
             assert profile["bars"] == 2 * len(frame), graphs  # tuned and in-model, per task
             assert sorted(profile["labels"]) == sorted(frame["task"]), graphs
