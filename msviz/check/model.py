@@ -3,22 +3,30 @@
 Stock MetaSchedule's way (``relax_integration.compile_relax`` with the work dir's
 ``JSONDatabase``) against the untuned build (``tvm.compile`` of the same Relax module), on the
 same random inputs. Tasks with no successful record in the database fall back to an untuned
-kernel; they are named.
+kernel; they are named. The outputs are compared in this process; the builds are timed in a few
+fresh processes (:mod:`msviz.check.draws`), each build's time the least of them.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from msviz import compat
+from msviz.check.draws import (
+    DEFAULT_DRAWS,
+    TIMING_BUDGET_S,
+    check_draws,
+    run_draws,
+    timing_runs,
+)
 
-__all__ = ["best_record_us", "check_model", "fallback_tasks"]
+__all__ = ["DEFAULT_DRAWS", "TIMING_BUDGET_S", "best_record_us", "check_model",
+           "end_to_end_times", "fallback_tasks", "run_check", "timing_runs"]
 
 
 def best_record_us(database: Any, mod: Any) -> float | None:
@@ -38,49 +46,44 @@ def fallback_tasks(database: Any, tasks: list) -> list[str]:
     return [task.name for task in tasks if best_record_us(database, task.workload.mod) is None]
 
 
-#: Seconds the timing of one build may take: a slow build (an untuned BERT runs for seconds on 2
-#: cores) is timed over fewer runs, down to one.
-TIMING_BUDGET_S = 5.0
+def end_to_end_times(draws: Sequence[Mapping[str, float]]) -> dict:
+    """The end-to-end times of several draws (fresh processes) as the check's fields: per build
+    (``untuned``, ``tuned``) the least (``<build>_us``), every draw's time
+    (``<build>_draws_us``, in draw order) and their spread (``<build>_spread``: the slowest
+    draw over the least), and ``draws``. Pure: ``draws`` is one ``{"untuned_us": ...,
+    "tuned_us": ...}`` per draw."""
+    data: dict[str, Any] = {"draws": len(draws)}
+    for key in ("untuned", "tuned"):
+        times = [float(d[f"{key}_us"]) for d in draws]
+        least = min(times) if times else None
+        data.update({f"{key}_us": least, f"{key}_draws_us": times,
+                     f"{key}_spread": max(times) / least if least else None})
+    return data
 
 
-def timing_runs(first_s: float, number: int, repeat: int,
-                budget_s: float = TIMING_BUDGET_S) -> tuple[int, int]:
-    """``(number, repeat)`` whose runs fit ``budget_s`` at ``first_s`` seconds a run (the
-    first run's time, an upper bound), never below one run; fast builds keep the given ones."""
-    if first_s * number * repeat <= budget_s:
-        return number, repeat
-    runs = max(1, int(budget_s / max(first_s, 1e-9)))
-    repeat = min(repeat, runs)
-    return max(1, runs // repeat), repeat
-
-
-def _time_us(vm: Any, func: str, args: list, dev: Any, *, number: int, repeat: int) -> float:
-    timer = vm.time_evaluator(func, dev, number=number, repeat=repeat, min_repeat_ms=0)
-    return float(np.median(timer(*args).results)) * 1e6
-
-
-def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, seed: int = 0,
-                number: int = 10, repeat: int = 3, rtol: float = 1e-4,
-                atol: float = 1e-4, with_tuned: Callable[[Any, Any, Any], None] | None = None
-                ) -> dict:
-    """Compile ``model`` with the work dir's database and without, run both, compare and time.
+def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, seed: int = 0,
+              number: int = 10, repeat: int = 3, rtol: float = 1e-4, atol: float = 1e-4,
+              draws: int = DEFAULT_DRAWS, profile_runs: int | None = None,
+              with_tuned: Callable[[Any, Any, Any], None] | None = None
+              ) -> tuple[dict, list[dict] | None, Any]:
+    """:func:`check_model`, and with ``profile_runs`` each draw also times the tuned build's
+    calls (a ``calls`` job of :mod:`msviz.check.draws`, in the same fresh processes).
 
     Returns
     -------
-    data : dict
-        The ``end_to_end`` event's data: ``untuned_us``, ``tuned_us`` (median over
-        ``repeat`` timings of ``number`` runs each, fewer for a build whose first run says they
-        would take over :data:`TIMING_BUDGET_S`), ``match`` (:func:`outputs_match`),
-        ``max_abs_diff``, ``fallback``, ``error`` (None if it all ran).
-
-    ``with_tuned(exe, database, dev)``, when given, is called with the tuned build once it is
-    timed (the model profile reuses it rather than compile the model again).
+    data, calls, database : dict, list of dict or None, JSONDatabase or None
+        The check's data; per draw, the calls job's result (None without ``profile_runs`` or
+        when the check failed before); the work dir's database (None if it failed to open).
     """
     import tvm
     from tvm import relax
 
+    check_draws(draws)
     data: dict[str, Any] = {"untuned_us": None, "tuned_us": None, "match": None,
-                            "max_abs_diff": None, "fallback": [], "error": None}
+                            "max_abs_diff": None, "fallback": [], "error": None,
+                            "draws": draws, "untuned_draws_us": [], "tuned_draws_us": [],
+                            "untuned_spread": None, "tuned_spread": None}
+    calls, database = None, None
     step = "opening the database"
     try:
         database = compat.JSONDatabase(work_dir=str(work_dir))
@@ -92,31 +95,64 @@ def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, s
         with target:
             plain = tvm.compile(model.mod, target=target)
         dev = tvm.device(compat.device_type(target), 0)
-        inputs = [tvm.runtime.tensor(x, dev) for x in model.random_inputs(seed)]
-        outs, times = {}, {}
+        arrays = model.random_inputs(seed)
+        inputs = [tvm.runtime.tensor(x, dev) for x in arrays]
+        outs = {}
         for key, exe in (("untuned", plain), ("tuned", tuned)):
             step = f"running the {key} build"
-            vm = relax.VirtualMachine(exe, dev)
-            tic = time.perf_counter()
-            outs[key] = _flatten(vm[model.func_name](*inputs))
-            runs = timing_runs(time.perf_counter() - tic, number, repeat)
-            times[key] = _time_us(vm, model.func_name, inputs, dev, number=runs[0],
-                                  repeat=runs[1])
+            outs[key] = _flatten(relax.VirtualMachine(exe, dev)[model.func_name](*inputs))
         diffs = [float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
                  if a.size else 0.0 for a, b in zip(outs["tuned"], outs["untuned"])]
-        data.update(
-            untuned_us=times["untuned"], tuned_us=times["tuned"],
-            max_abs_diff=max(diffs, default=0.0),
-            match=outputs_match(outs["tuned"], outs["untuned"], rtol=rtol, atol=atol))
+        data.update(max_abs_diff=max(diffs, default=0.0),
+                    match=outputs_match(outs["tuned"], outs["untuned"], rtol=rtol, atol=atol))
+        step = f"timing both builds in {draws} fresh process{'es' if draws > 1 else ''}"
+        jobs = [{"kind": "time", "build": key, "number": number, "repeat": repeat}
+                for key in ("untuned", "tuned")]
+        if profile_runs is not None:
+            jobs.append({"kind": "calls", "build": "tuned", "runs": profile_runs})
+        results = run_draws({"untuned": plain, "tuned": tuned}, arrays, model.func_name,
+                            compat.device_type(target), jobs, draws=draws)
+        data.update(end_to_end_times([{"untuned_us": r[0]["us"], "tuned_us": r[1]["us"]}
+                                      for r in results]))
+        if profile_runs is not None:
+            calls = [r[2] for r in results]
         if with_tuned is not None:
-            step = "profiling the tuned build"
+            step = "with the tuned build"
             with_tuned(tuned, database, dev)
         if data["max_abs_diff"] is not None and not math.isfinite(data["max_abs_diff"]):
             data["max_abs_diff"] = None
     except Exception as err:
         lines = [x for x in str(err).strip().splitlines() if x.strip()]
         data["error"] = f"{step}: {type(err).__name__}: {lines[-1] if lines else ''}"
-    return data
+    return data, calls, database
+
+
+def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, seed: int = 0,
+                number: int = 10, repeat: int = 3, rtol: float = 1e-4,
+                atol: float = 1e-4, draws: int = DEFAULT_DRAWS,
+                with_tuned: Callable[[Any, Any, Any], None] | None = None) -> dict:
+    """Compile ``model`` with the work dir's database and without, run both, compare and time.
+
+    The outputs are compared in this process; the builds are timed in ``draws`` fresh
+    processes (:func:`msviz.check.draws.run_draws`: a process's speed can be ~1x or ~2x for
+    its whole life on a shared machine), and each build's time is the least of them.
+
+    Returns
+    -------
+    data : dict
+        The ``end_to_end`` event's data: ``untuned_us``, ``tuned_us`` (the least over the
+        draws of the median over ``repeat`` timings of ``number`` runs each, fewer for a build
+        whose first run says they would take over :data:`TIMING_BUDGET_S`), ``match``
+        (:func:`outputs_match`), ``max_abs_diff``, ``fallback``, ``error`` (None if it all
+        ran), ``draws``, ``untuned_draws_us`` / ``tuned_draws_us`` (every draw's time) and
+        ``untuned_spread`` / ``tuned_spread`` (the slowest draw over the least); see
+        :func:`end_to_end_times`.
+
+    ``with_tuned(exe, database, dev)``, when given, is called with the tuned build once it is
+    timed.
+    """
+    return run_check(model, tasks, work_dir, target, seed=seed, number=number, repeat=repeat,
+                     rtol=rtol, atol=atol, draws=draws, with_tuned=with_tuned)[0]
 
 
 def outputs_match(outs: list[np.ndarray], refs: list[np.ndarray], *, rtol: float,

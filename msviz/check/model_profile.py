@@ -3,13 +3,17 @@ its MetaSchedule task, against the latency the task's best record had in tuning.
 
 TVM 0.27's Relax VM has no profiler any more (``VirtualMachine(..., profile=True)`` and
 ``tvm.runtime.profiling`` were removed), so the calls are timed through the VM's instrument hook
-(``VirtualMachine.set_instrument``: a function called before and after every ``Call``
-instruction): the model runs ``runs`` times after one untimed warm-up, each call is timed from
-the end of its "before" hook to the start of its "after" hook (the device synchronized on both
-sides off the CPU). The hook costs about a microsecond a call on its own; the median time of the
-calls of ``vm.builtin.null_value`` (a builtin that does nothing, which the VM calls to release
-tensors) in the same runs is that cost, and it is taken off every call (``hook_us``; not
+(:func:`msviz.check.draws.time_calls`): the model runs ``runs`` times after one untimed warm-up,
+each call timed between its hooks, the hook's own cost (the median call of
+``vm.builtin.null_value``, a builtin that does nothing) taken off every call (``hook_us``; not
 corrected when the model makes no such call).
+
+A process's speed can be ~1x or ~2x for its whole life on a shared machine, so the model is
+profiled in ``draws`` fresh processes (:func:`msviz.check.draws.run_draws`); a task's
+``in_model_us`` is the least over the draws of its median call, ``in_model_max_us`` the most,
+``spread`` the one over the other, and a task is ``flagged`` (slower in place than in tuning)
+only when every draw says so, ``disputed`` when some draws do and some do not
+(:func:`combine_draws` and :func:`model_profile_frame`, pure).
 
 A call is a task's when its symbol is the task's name (the fused PrimFunc's name, as
 ``extract_tasks`` and ``compile_relax`` both name it), or is it with a numeric suffix (``_1``,
@@ -21,31 +25,30 @@ from __future__ import annotations
 
 import re
 import statistics
-import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from msviz import compat
-from msviz.check.model import best_record_us, fallback_tasks, timing_runs
+from msviz.check.draws import DEFAULT_DRAWS, NOOP_CALL, check_draws, run_draws, time_calls
+from msviz.check.model import best_record_us, fallback_tasks
 
-__all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "OTHER_COLUMNS", "PROFILE_RUNS",
-           "match_call", "model_profile_frame", "profile_built", "profile_executable",
-           "profile_model"]
+__all__ = ["DEFAULT_DRAWS", "DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "OTHER_COLUMNS",
+           "PROFILE_RUNS", "combine_draws", "flags", "match_call", "model_profile_frame",
+           "profile_draws", "profile_executable", "profile_model", "time_calls"]
 
-#: Model runs timed (after one untimed warm-up).
+#: Model runs timed in each draw (after one untimed warm-up).
 PROFILE_RUNS = 10
-#: A task is flagged when its in-model time per call is over this many times its tuned latency.
+#: A task is flagged when its in-model time per call is over this many times its tuned latency
+#: in every draw.
 DEFAULT_THRESHOLD = 1.5
 #: The columns of a model profile frame, in order.
-MODEL_PROFILE_COLUMNS = ["task", "calls", "in_model_us", "tuned_us", "ratio", "fallback",
-                         "flagged"]
+MODEL_PROFILE_COLUMNS = ["task", "calls", "in_model_us", "in_model_max_us", "spread",
+                         "tuned_us", "ratio", "fallback", "flagged", "disputed"]
 #: The columns of the frame of calls that are no task's (``frame.attrs["other"]``).
 OTHER_COLUMNS = ["call", "calls", "us_per_run"]
-#: The VM builtin whose calls measure the hook's own cost (it does nothing).
-_NOOP_CALL = "vm.builtin.null_value"
 _SUFFIX = re.compile(r"_?\d+$")
 
 
@@ -59,134 +62,180 @@ def match_call(symbol: str, task_names: Iterable[str]) -> str | None:
     return base if base != symbol and base in names else None
 
 
-def time_calls(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, runs: int
-               ) -> tuple[dict[str, list[float]], float | None, int]:
-    """Per symbol, the microseconds of each of its calls over ``runs`` runs of ``func_name``
-    (after a warm-up run; fewer runs when the warm-up says they would take over
-    :data:`~msviz.check.model.TIMING_BUDGET_S`), the hook's own cost taken off; that cost
-    (None: not measured); the runs timed."""
-    import tvm  # heavy
+def combine_draws(draws: Sequence[Mapping[str, Any]], task_names: Sequence[str],
+                  tuned_us: Mapping[str, float | None], fallback: Iterable[str] = ()) -> dict:
+    """A model profile from the call timings of several draws. Pure.
 
-    sync = dev.dlpack_device_type() != tvm.cpu().dlpack_device_type()
-    started: list[int] = []  # a stack: a call of a VM function holds the calls it makes
-    times: dict[str, list[float]] = defaultdict(list)
-
-    def hook(_func: Any, symbol: str, before: bool, _ret: Any, *_args: Any) -> int:
-        if sync:
-            dev.sync()
-        now = time.perf_counter_ns()
-        if before:
-            started.append(time.perf_counter_ns())
-        elif started:
-            times[str(symbol)].append((now - started.pop()) / 1e3)
-        return 0
-
-    tic = time.perf_counter()
-    vm[func_name](*inputs)
-    runs = timing_runs(time.perf_counter() - tic, runs, 1)[0]
-    vm.set_instrument(hook)
-    try:
-        for _ in range(runs):
-            vm[func_name](*inputs)
-    finally:
-        vm.set_instrument(None)
-    noop = times.get(_NOOP_CALL)
-    hook_us = statistics.median(noop) if noop else None
-    if hook_us is not None:
-        times = defaultdict(list, {s: [max(0.0, t - hook_us) for t in ts]
-                                   for s, ts in times.items()})
-    return dict(times), hook_us, runs
-
-
-def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any, dev: Any, *,
-                       runs: int = PROFILE_RUNS, seed: int = 0) -> dict:
-    """Profile a model built by ``compile_relax`` (``exe``) and match its calls to ``tasks``.
+    Parameters
+    ----------
+    draws : sequence of dict
+        Per draw (a fresh process), :func:`~msviz.check.draws.time_calls`'s result as a dict:
+        ``times`` (per symbol, µs of each call), ``hook_us``, ``runs``.
+    task_names : sequence of str
+        The tasks, in order.
+    tuned_us : mapping of str to float or None
+        Each task's tuned latency (its best record's; None: none).
+    fallback : iterable of str
+        The tasks with no successful record (the model ran their untuned kernel).
 
     Returns
     -------
     data : dict
-        ``rows`` (per task, in task order: ``task``, ``calls`` per model run, ``in_model_us``
-        (median over its calls of all runs), ``tuned_us`` (mean run time of the task's best
-        record in ``database``; None without one), ``ratio``, ``fallback``), ``other`` (per
-        symbol of no task: ``call``, ``calls`` per run, ``us_per_run``), ``hook_us``,
-        ``runs``.
+        ``rows`` (per task, in order: ``task``, ``calls`` per model run, ``in_model_us`` (the
+        least over the draws of the median of its calls), ``in_model_draws_us`` (each draw's
+        median, None where a draw had no call of it), ``tuned_us``, ``ratio``
+        (``in_model_us / tuned_us``), ``fallback``), ``other`` (per symbol of no task:
+        ``call``, ``calls`` per run, ``us_per_run``: the least over the draws), ``hook_us``
+        (the median of the draws'), ``runs`` (the fewest a draw timed), ``draws``.
     """
+    fallback = set(fallback)
+    per_draw: list[dict[str, float]] = []  # per draw: task -> median call
+    calls: dict[str, int] = {}  # task -> calls per run (the first draw that made any)
+    other: dict[str, dict] = {}
+    for draw in draws:
+        runs = max(1, int(draw["runs"]))
+        by_task: dict[str, list[float]] = defaultdict(list)
+        for symbol, us in (draw.get("times") or {}).items():
+            task = match_call(symbol, task_names)
+            if task is not None:
+                by_task[task].extend(us)
+            elif symbol != NOOP_CALL:
+                row = other.setdefault(symbol, {"call": symbol, "calls": len(us) / runs,
+                                                "us_per_run": sum(us) / runs})
+                row["us_per_run"] = min(row["us_per_run"], sum(us) / runs)
+        per_draw.append({t: statistics.median(us) for t, us in by_task.items() if us})
+        for task, us in by_task.items():
+            calls.setdefault(task, round(len(us) / runs))
+    rows = []
+    for name in task_names:
+        each = [d.get(name) for d in per_draw]
+        seen = [x for x in each if x is not None]
+        in_model = min(seen) if seen else None
+        tuned = None if name in fallback else tuned_us.get(name)
+        rows.append({"task": name, "calls": calls.get(name, 0), "in_model_us": in_model,
+                     "in_model_draws_us": each, "tuned_us": tuned,
+                     "ratio": in_model / tuned if in_model is not None and tuned else None,
+                     "fallback": name in fallback})
+    hooks = [float(d["hook_us"]) for d in draws if d.get("hook_us") is not None]
+    return {"rows": rows, "other": sorted(other.values(), key=lambda r: -r["us_per_run"]),
+            "hook_us": statistics.median(hooks) if hooks else None,
+            "runs": min((int(d["runs"]) for d in draws), default=None), "draws": len(draws)}
+
+
+def _tuned_and_fallback(tasks: Sequence[Any], database: Any) -> tuple[dict, list[str]]:
+    fallback = fallback_tasks(database, tasks)
+    return ({t.name: None if t.name in fallback else best_record_us(database, t.workload.mod)
+             for t in tasks}, fallback)
+
+
+def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any, dev: Any, *,
+                       runs: int = PROFILE_RUNS, seed: int = 0) -> dict:
+    """Profile a model built by ``compile_relax`` (``exe``) in this process (one draw; see
+    :func:`profile_model` for several fresh ones) and match its calls to ``tasks``: the data
+    of :func:`combine_draws`."""
     import tvm  # heavy
     from tvm import relax  # heavy
 
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise ValueError(f"runs must be an int >= 1, got {runs!r}")
+    _check_runs(runs)
     vm = relax.VirtualMachine(exe, dev)
     inputs = [tvm.runtime.tensor(x, dev) for x in model.random_inputs(seed)]
     times, hook_us, runs = time_calls(vm, model.func_name, inputs, dev, runs=runs)
-    names = [t.name for t in tasks]
-    by_task: dict[str, list[float]] = defaultdict(list)
-    other = []
-    for symbol, us in times.items():
-        task = match_call(symbol, names)
-        if task is not None:
-            by_task[task].extend(us)
-        elif symbol != _NOOP_CALL:
-            other.append({"call": symbol, "calls": len(us) / runs, "us_per_run": sum(us) / runs})
-    fallback = set(fallback_tasks(database, tasks))
-    rows = []
-    for task in tasks:
-        us = by_task.get(task.name, [])
-        in_model = statistics.median(us) if us else None
-        tuned = None if task.name in fallback else best_record_us(database, task.workload.mod)
-        rows.append({"task": task.name, "calls": round(len(us) / runs), "in_model_us": in_model,
-                     "tuned_us": tuned,
-                     "ratio": in_model / tuned if in_model is not None and tuned else None,
-                     "fallback": task.name in fallback})
-    other.sort(key=lambda r: -r["us_per_run"])
-    return {"rows": rows, "other": other, "hook_us": hook_us, "runs": runs}
+    tuned, fallback = _tuned_and_fallback(tasks, database)
+    return combine_draws([{"times": times, "hook_us": hook_us, "runs": runs}],
+                         [t.name for t in tasks], tuned, fallback)
+
+
+def profile_draws(calls: Sequence[Mapping[str, Any]], tasks: Sequence[Any], database: Any
+                  ) -> dict:
+    """:func:`combine_draws` of the draws' ``calls`` results (as :func:`msviz.check.model.
+    run_check` gives them), with ``error`` None; its failure kept as the data's ``error`` (the
+    text; the other fields empty) so a check after tuning records it rather than fail."""
+    try:
+        tuned, fallback = _tuned_and_fallback(tasks, database)
+        return {**combine_draws(calls, [t.name for t in tasks], tuned, fallback), "error": None}
+    except Exception as err:
+        lines = [x for x in str(err).strip().splitlines() if x.strip()]
+        return {"rows": [], "other": [], "hook_us": None, "runs": None, "draws": len(calls),
+                "error": f"{type(err).__name__}: {lines[-1] if lines else ''}"}
 
 
 def profile_model(model: Any, tasks: Sequence[Any], work_dir: Any, target: Any, *,
-                  runs: int = PROFILE_RUNS, seed: int = 0) -> dict:
+                  runs: int = PROFILE_RUNS, seed: int = 0, draws: int = DEFAULT_DRAWS) -> dict:
     """Build ``model`` with the work dir's database (``compile_relax``, as
-    :func:`msviz.check.check_model` does) and profile it (:func:`profile_executable`)."""
-    import tvm  # heavy
-
+    :func:`msviz.check.check_model` does) and profile it in ``draws`` fresh processes
+    (:func:`msviz.check.draws.run_draws`, ``runs`` model runs each): the data of
+    :func:`combine_draws`."""
+    _check_runs(runs)
+    check_draws(draws)
     database = compat.JSONDatabase(work_dir=str(work_dir))
     exe = compat.ms.relax_integration.compile_relax(database, model.mod, target, params=None)
-    dev = tvm.device(compat.device_type(target), 0)
-    return profile_executable(exe, model, tasks, database, dev, runs=runs, seed=seed)
+    results = run_draws({"tuned": exe}, model.random_inputs(seed), model.func_name,
+                        compat.device_type(target),
+                        [{"kind": "calls", "build": "tuned", "runs": runs}], draws=draws)
+    tuned, fallback = _tuned_and_fallback(tasks, database)
+    return combine_draws([r[0] for r in results], [t.name for t in tasks], tuned, fallback)
+
+
+def _check_runs(runs: Any) -> None:
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be an int >= 1, got {runs!r}")
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def flags(in_model_us: pd.Series, in_model_max_us: pd.Series, tuned_us: pd.Series,
+          threshold: float) -> tuple[pd.Series, pd.Series]:
+    """``(flagged, disputed)``: the tasks whose every draw is over ``threshold`` times their
+    tuned latency (their least in-model time is), and those of which some draws are and some
+    are not (their slowest draw is, their least is not). NaN compares false: a task with no
+    tuned latency is neither."""
+    flagged = (in_model_us / tuned_us > threshold).astype("bool")
+    disputed = ((in_model_max_us / tuned_us > threshold) & ~flagged).astype("bool")
+    return flagged, disputed
 
 
 def model_profile_frame(data: dict, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
-    """A model profile (:func:`profile_executable`'s data) as a typed frame of
-    :data:`MODEL_PROFILE_COLUMNS`; ``flagged``: ``ratio > threshold``. ``attrs`` holds
-    ``other`` (a frame of :data:`OTHER_COLUMNS`), ``threshold``, ``hook_us`` and ``runs``."""
+    """A model profile (:func:`combine_draws`'s data) as a typed frame of
+    :data:`MODEL_PROFILE_COLUMNS`. Pure.
+
+    ``in_model_us`` is the least draw, ``in_model_max_us`` the slowest, ``spread`` the one over
+    the other (NaN where the least is 0); ``ratio`` is ``in_model_us / tuned_us``; ``flagged``
+    and ``disputed`` are :func:`flags` at ``threshold``. ``attrs`` holds ``other`` (a frame of
+    :data:`OTHER_COLUMNS`), ``threshold``, ``hook_us``, ``runs`` and ``draws``. A profile
+    recorded before draws (no ``in_model_draws_us``) reads as one draw."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
             threshold > 0):
         raise ValueError(f"threshold must be a number > 0 (in-model / tuned time), "
                          f"got {threshold!r}")
     rows = data.get("rows") or []
+    least = [_number(r.get("in_model_us")) for r in rows]
+    most = []
+    for r, low in zip(rows, least):
+        seen = [float(x) for x in r.get("in_model_draws_us") or () if x is not None]
+        most.append(max(seen) if seen else low)
     frame = pd.DataFrame({
         "task": pd.Series([r["task"] for r in rows], dtype="string"),
         "calls": pd.Series([r["calls"] for r in rows], dtype="int64"),
-        "in_model_us": pd.Series([r.get("in_model_us") for r in rows], dtype="float64"),
+        "in_model_us": pd.Series(least, dtype="float64"),
+        "in_model_max_us": pd.Series(most, dtype="float64"),
         "tuned_us": pd.Series([r.get("tuned_us") for r in rows], dtype="float64"),
         "ratio": pd.Series([r.get("ratio") for r in rows], dtype="float64"),
         "fallback": pd.Series([bool(r.get("fallback")) for r in rows], dtype="bool"),
-    }, columns=MODEL_PROFILE_COLUMNS[:-1])
-    frame["flagged"] = (frame["ratio"] > threshold).astype("bool")
+    })
+    # NaN where the least is 0 (a call no slower than the hook, once its cost is taken off)
+    frame["spread"] = (frame["in_model_max_us"] / frame["in_model_us"]).where(
+        frame["in_model_us"] > 0)
+    frame["flagged"], frame["disputed"] = flags(frame["in_model_us"], frame["in_model_max_us"],
+                                                frame["tuned_us"], threshold)
+    frame = frame[MODEL_PROFILE_COLUMNS]
+    draws = data.get("draws")
+    if draws is None:  # a frame of the draws the rows hold (an event's data may drop it)
+        draws = max((len(r.get("in_model_draws_us") or ()) for r in rows), default=0) or 1
     frame.attrs.update(
         other=pd.DataFrame(data.get("other") or [], columns=OTHER_COLUMNS).astype(
             {"call": "string", "calls": "float64", "us_per_run": "float64"}),
-        threshold=float(threshold), hook_us=data.get("hook_us"), runs=data.get("runs"))
+        threshold=float(threshold), hook_us=data.get("hook_us"), runs=data.get("runs"),
+        draws=int(draws))
     return frame
-
-
-def profile_built(model: Any, tasks: Sequence[Any], exe: Any, database: Any, dev: Any, *,
-                  runs: int = PROFILE_RUNS, seed: int = 0) -> dict:
-    """:func:`profile_executable`, its failure kept as the data's ``error`` (the text; the
-    other fields empty) so a check after tuning records it rather than fail."""
-    try:
-        return {**profile_executable(exe, model, tasks, database, dev, runs=runs, seed=seed),
-                "error": None}
-    except Exception as err:
-        lines = [x for x in str(err).strip().splitlines() if x.strip()]
-        return {"rows": [], "other": [], "hook_us": None, "runs": runs,
-                "error": f"{type(err).__name__}: {lines[-1] if lines else ''}"}

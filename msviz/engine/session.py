@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from msviz import hooks
+from msviz.check.draws import check_draws
 from msviz.engine.config import SessionConfig
 from msviz.engine.control import (
     STATES,
@@ -38,7 +39,12 @@ from msviz.engine.task_scheduler import scheduler as scheduler_mod
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.worker import Worker
 from msviz.errors import MsvizWarning
-from msviz.records.model_profile import DEFAULT_THRESHOLD, PROFILE_RUNS, model_profile_of
+from msviz.records.model_profile import (
+    DEFAULT_DRAWS,
+    DEFAULT_THRESHOLD,
+    PROFILE_RUNS,
+    model_profile_of,
+)
 from msviz.records.profile import profile_frame
 from msviz.records.run import Run
 from msviz.records.sidecar import QUARANTINE_KIND, quarantine_entries
@@ -86,7 +92,9 @@ class Session:
         A Relax model's weights, an ``nn.Module``'s input spec.
     end_to_end_check : bool
         For a model: compile it with the work dir's database when tuning ends, run it, compare
-        with the untuned build and time both (the ``end_to_end`` event, :attr:`end_to_end`).
+        with the untuned build and time both, the least of
+        :data:`msviz.check.draws.DEFAULT_DRAWS` fresh processes (the ``end_to_end`` event,
+        :attr:`end_to_end`; :meth:`check_model`).
     strategy : {"evolutionary", "replay"}
         msviz's step-able port of ``EvolutionarySearch``, or MetaSchedule's ``ReplayTrace``.
     rules : RuleSet, optional
@@ -393,33 +401,38 @@ class Session:
         return self._control.queued("design_spaces", arg) or self._worker.aside(
             lambda: self._worker.design_spaces(*arg))
 
-    def check_model(self) -> dict:
+    def check_model(self, *, draws: int | None = None) -> dict:
         """Compile the model with the work dir's database and without, run both on the same
-        random inputs, compare the outputs and time both; emits ``end_to_end``.
+        random inputs, compare the outputs and time both in ``draws`` fresh processes (default
+        :data:`msviz.check.draws.DEFAULT_DRAWS`; a process's speed can be ~1x or ~2x for its
+        whole life on a shared machine: each build's time is the least draw); emits
+        ``end_to_end`` and, from the same draws, ``model_profile``.
 
         Returns
         -------
         data : dict
-            ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback`` (tasks with
-            no tuned record), ``error``. Also kept as :attr:`end_to_end`.
+            ``untuned_us``, ``tuned_us`` (the least draw), ``match``, ``max_abs_diff``,
+            ``fallback`` (tasks with no tuned record), ``error``, ``draws``,
+            ``untuned_draws_us`` / ``tuned_draws_us`` (each draw's) and ``untuned_spread`` /
+            ``tuned_spread`` (slowest draw / least). Also kept as :attr:`end_to_end`.
         """
         if self.model is None:
             raise SessionStateError(f"{self.name} is one PrimFunc, not a model: there is no "
                                     "end-to-end build to check")
-        return self._worker.end_to_end_now()
+        return self._worker.end_to_end_now(None if draws is None else check_draws(draws))
 
     def model_profile(self, *, threshold: float = DEFAULT_THRESHOLD, refresh: bool = False,
-                      runs: int = PROFILE_RUNS) -> pd.DataFrame:
+                      runs: int = PROFILE_RUNS, draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
         """The model's time per task inside the model against its tuned latency: the profile
-        taken after tuning, or (``refresh=True`` or none yet) a fresh one, never while a batch
-        is measured. See :meth:`msviz.Run.model_profile`."""
+        taken after tuning, or (``refresh=True`` or none yet) a fresh one in ``draws`` fresh
+        processes, never while a batch is measured. See :meth:`msviz.Run.model_profile`."""
         if self.model is None:
             raise SessionStateError(f"{self.name} is one PrimFunc, not a model: there is no "
                                     "model to profile")
         with self._worker.measure_lock:
             return model_profile_of(self.work_dir, self.model, self.tasks, self.target,
                                     recorded=self.model_profile_data, threshold=threshold,
-                                    refresh=refresh, runs=runs)
+                                    refresh=refresh, runs=runs, draws=draws)
 
     # -- results ----------------------------------------------------------------------------------
 

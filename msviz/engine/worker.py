@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.check.model import check_model
-from msviz.check.model_profile import profile_built
+from msviz.check import draws as check_draws_mod
+from msviz.check.model import run_check
+from msviz.check.model_profile import PROFILE_RUNS, profile_draws
 from msviz.engine.config import SessionConfig
 from msviz.engine.control import (
     Control,
@@ -399,19 +400,22 @@ class Worker:
             with SidecarWriter(self.work_dir) as writer:
                 writer.write(kind, **data)
 
-    def end_to_end_now(self) -> dict:
-        """The model's end-to-end check (never during a measurement), kept in the sidecar so
-        ``msviz.open(work_dir)`` (its dashboard and report) has it too; emits ``end_to_end``."""
+    def end_to_end_now(self, draws: int | None = None) -> dict:
+        """The model's end-to-end check (never during a measurement), timed in ``draws`` fresh
+        processes (default :data:`msviz.check.draws.DEFAULT_DRAWS`) that also profile the
+        tuned build; kept in the sidecar so ``msviz.open(work_dir)`` (its dashboard and
+        report) has it too; emits ``end_to_end`` (and ``model_profile``)."""
         model, tasks, seed = self.model, self.tasks, self.config.seed
-        profiled: dict = {}
+        draws = check_draws_mod.DEFAULT_DRAWS if draws is None else draws
         with self.measure_lock:
-            data = check_model(model, tasks, self.work_dir, self.config.target, seed=seed,
-                               with_tuned=lambda *built: profiled.update(
-                                   profile_built(model, tasks, *built, seed=seed)))
+            data, calls, database = run_check(model, tasks, self.work_dir, self.config.target,
+                                              seed=seed, draws=draws,
+                                              profile_runs=PROFILE_RUNS)
         self.end_to_end = data
         self._write_sidecar("end_to_end", data)
         self.events.emit("end_to_end", self.name, **data)
-        if profiled:
+        if calls is not None:
+            profiled = profile_draws(calls, tasks, database)
             self.model_profile_data = profiled
             self._write_sidecar(MODEL_PROFILE_KIND, profiled)
             self.events.emit(MODEL_PROFILE_KIND, self.name, **profiled)

@@ -1,10 +1,12 @@
 """A run's model profile: the one recorded in its sidecar after tuning, or a fresh one.
 
-A Session that tunes a model profiles it after its end-to-end check (reusing the tuned build)
-and appends a ``model_profile`` line to the sidecar (:func:`msviz.check.model_profile.
-profile_executable`'s data); ``Run.model_profile()`` reads the last such line, so opening a work
-dir never compiles. ``refresh=True`` (or a work dir with no such line) builds the model with the
-work dir's database and profiles it again; the model is then the ``model=`` argument, else the
+A Session that tunes a model profiles it in its end-to-end check (the same builds, in the same
+fresh processes) and appends a ``model_profile`` line to the sidecar
+(:func:`msviz.check.model_profile.combine_draws`'s data); ``Run.model_profile()`` reads the last
+such line, so opening a work dir never compiles. ``refresh=True`` (or a work dir with no such
+line) builds the model with the work dir's database and profiles it again, in ``draws`` fresh
+processes (the least of them kept, a task flagged only where every draw agrees:
+:mod:`msviz.check.model_profile`); the model is then the ``model=`` argument, else the
 catalogue model named by the sidecar's last ``environment`` line.
 """
 
@@ -17,6 +19,7 @@ import pandas as pd
 
 from msviz import compat, models
 from msviz.check.model_profile import (
+    DEFAULT_DRAWS,
     DEFAULT_THRESHOLD,
     PROFILE_RUNS,
     model_profile_frame,
@@ -24,7 +27,7 @@ from msviz.check.model_profile import (
 )
 from msviz.errors import MsvizError
 
-__all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_KIND", "PROFILE_RUNS", "last_entry",
+__all__ = ["DEFAULT_DRAWS", "DEFAULT_THRESHOLD", "MODEL_PROFILE_KIND", "PROFILE_RUNS", "last_entry",
            "model_of_run", "model_profile_of", "recorded_model_profile", "run_model_profile"]
 
 #: The sidecar kind of a recorded model profile.
@@ -56,16 +59,18 @@ def model_of_run(work_dir: Any, entries: Sequence[dict], model: Any = None) -> A
 
 def model_profile_of(work_dir: Any, model: Any, tasks: Sequence[Any], target: Any, *,
                      recorded: dict | None, threshold: float = DEFAULT_THRESHOLD,
-                     refresh: bool = False, runs: int = PROFILE_RUNS) -> pd.DataFrame:
+                     refresh: bool = False, runs: int = PROFILE_RUNS,
+                     draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
     """The recorded profile (unless ``refresh``), else a fresh one of ``model`` built from the
-    work dir's database, as a :func:`~msviz.check.model_profile.model_profile_frame`."""
+    work dir's database and timed in ``draws`` fresh processes, as a
+    :func:`~msviz.check.model_profile.model_profile_frame`."""
     if recorded is not None and not refresh:
         if recorded.get("error"):
             raise MsvizError(f"the model profile recorded in {work_dir} failed: "
                              f"{recorded['error']}; pass refresh=True to profile again")
         return model_profile_frame(recorded, threshold)
-    return model_profile_frame(profile_model(model, tasks, work_dir, target, runs=runs),
-                               threshold)
+    return model_profile_frame(profile_model(model, tasks, work_dir, target, runs=runs,
+                                             draws=draws), threshold)
 
 
 def recorded_model_profile(run: Any) -> pd.DataFrame | None:
@@ -78,7 +83,8 @@ def recorded_model_profile(run: Any) -> pd.DataFrame | None:
 
 
 def run_model_profile(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRESHOLD,
-                      refresh: bool = False, runs: int = PROFILE_RUNS) -> pd.DataFrame:
+                      refresh: bool = False, runs: int = PROFILE_RUNS,
+                      draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
     """A run's model profile: the one recorded after tuning, or a fresh one.
 
     Parameters
@@ -90,21 +96,28 @@ def run_model_profile(run: Any, model: Any = None, *, threshold: float = DEFAULT
         ``"mlp"``, an ``.onnx`` path, a :class:`msviz.models.Model`); needed to profile anew
         unless the sidecar's ``environment`` line names a catalogue model.
     threshold : float
-        ``flagged`` is ``ratio > threshold`` (in-model time per call / tuned latency).
+        ``flagged``: every draw's in-model time per call over ``threshold`` times the tuned
+        latency (``ratio > threshold``); ``disputed``: some draws' but not every one's.
     refresh : bool
         Build the model with the work dir's database and profile it now, even when a profile
         is recorded (the new one is not written to the work dir).
     runs : int
-        Model runs timed when profiling anew.
+        Model runs timed in each draw when profiling anew.
+    draws : int
+        Fresh processes the model is profiled in when profiling anew (a process's speed can
+        be ~1x or ~2x for its whole life on a shared machine; the least draw is kept).
 
     Returns
     -------
     profile : pandas.DataFrame
         One row per task in task order: ``task`` (string), ``calls`` (int64, per model run),
-        ``in_model_us`` (median time per call in the model), ``tuned_us`` (the best record's
-        mean run time), ``ratio`` (float64, NaN where a time is missing), ``fallback`` (no
-        successful record: the model ran the untuned kernel), ``flagged`` (bool).
-        ``attrs["other"]`` sums the calls of no task (VM builtins, ...) per symbol.
+        ``in_model_us`` (the least over the draws of the median time per call in the model),
+        ``in_model_max_us`` (the slowest draw's), ``spread`` (the one over the other),
+        ``tuned_us`` (the best record's mean run time), ``ratio`` (``in_model_us /
+        tuned_us``; float64, NaN where a time is missing), ``fallback`` (no successful record:
+        the model ran the untuned kernel), ``flagged`` and ``disputed`` (bool).
+        ``attrs["other"]`` sums the calls of no task (VM builtins, ...) per symbol;
+        ``attrs["draws"]`` the draws, ``attrs["runs"]`` the runs of each.
 
     Raises
     ------
@@ -130,4 +143,4 @@ def run_model_profile(run: Any, model: Any = None, *, threshold: float = DEFAULT
                          f"{', '.join(run.tasks['task'])}): is it a PrimFunc's work dir, or "
                          "another model's?")
     return model_profile_of(run.work_dir, model, tasks, target, recorded=None,
-                            threshold=threshold, refresh=True, runs=runs)
+                            threshold=threshold, refresh=True, runs=runs, draws=draws)

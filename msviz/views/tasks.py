@@ -87,6 +87,10 @@ class EndToEndInfo(NamedTuple):
     max_abs_diff: float | None
     fallback: tuple[str, ...]  # tasks with no tuned record: their untuned kernel was used
     error: str | None
+    # the times are the least of this many fresh processes (a check recorded before: one)
+    draws: int = 1
+    untuned_spread: float | None = None  # the slowest draw over the least
+    tuned_spread: float | None = None
 
 
 class ModelLatencyInfo(NamedTuple):
@@ -243,14 +247,21 @@ def tasks_info(tasks: Any, trials: pd.DataFrame | None, scheduled: Any = None, *
 
 
 def end_to_end_info(event: Any) -> EndToEndInfo:
-    """The end-to-end result of an ``end_to_end`` event (or its data as a dict)."""
+    """The end-to-end result of an ``end_to_end`` event (or its data as a dict): each time the
+    least of its draws (fresh processes; :func:`msviz.check.model.check_model`) and their
+    spread, one draw for a check recorded before there were draws."""
     untuned, tuned = _get(event, "untuned_us"), _get(event, "tuned_us")
     speedup = untuned / tuned if untuned is not None and tuned else None
     diff = _get(event, "max_abs_diff")
     return EndToEndInfo(
-        None if untuned is None else float(untuned), None if tuned is None else float(tuned),
-        speedup, _get(event, "match"), None if diff is None else float(diff),
-        tuple(str(n) for n in _get(event, "fallback") or ()), _get(event, "error"))
+        _float(untuned), _float(tuned), speedup, _get(event, "match"), _float(diff),
+        tuple(str(n) for n in _get(event, "fallback") or ()), _get(event, "error"),
+        int(_get(event, "draws") or 1), _float(_get(event, "untuned_spread")),
+        _float(_get(event, "tuned_spread")))
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None, *,
@@ -438,6 +449,11 @@ def end_to_end_html(info: EndToEndInfo | None) -> str:
         parts.append(f"tuned {info.tuned_us:.3f} µs")
     if info.speedup is not None:
         parts.append(f"speed-up {info.speedup:.2f}x")
+    if info.draws > 1:  # a process can run ~2x slow for its whole life on a shared machine
+        spreads = [f"{name} {value:.2f}x" for name, value in (
+            ("untuned", info.untuned_spread), ("tuned", info.tuned_spread)) if value is not None]
+        parts.append(f"least of {info.draws} fresh processes"
+                     + (f" (spread: {', '.join(spreads)})" if spreads else ""))
     if info.match is not None:
         parts.append("outputs match" if info.match else
                      f"<b style='color:#b00020'>outputs differ</b> (max |diff| "

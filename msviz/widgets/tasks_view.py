@@ -227,7 +227,7 @@ class TasksView(W.VBox):
                                             f"{html.escape(str(profile.get('error')))}</div>")
                 self.model_profile_box.layout.display = None
                 return
-            profile = {k: profile.get(k) for k in ("rows", "other", "hook_us", "runs")}
+            profile = {k: profile.get(k) for k in ("rows", "other", "hook_us", "runs", "draws")}
         if profile is None:
             return
         with self.error.guard(self, clear=False):

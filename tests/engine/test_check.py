@@ -333,3 +333,119 @@ def test_model_outputs_match_relative_to_their_scale() -> None:
     assert outputs_match([small + 5e-5], [small], rtol=1e-4, atol=1e-4)
     assert not outputs_match([small + 5e-4], [small], rtol=1e-4, atol=1e-4)
     assert not outputs_match([small], [small, small], rtol=1e-4, atol=1e-4)
+
+
+# -- the model timed in several draws (fresh processes) ---------------------------------------
+
+
+def test_end_to_end_times_are_the_least_draw() -> None:
+    """Three draws of a machine whose second process ran in its slow mode (~2x)."""
+    from msviz.check.model import end_to_end_times
+
+    draws = [{"untuned_us": 100.0, "tuned_us": 20.0}, {"untuned_us": 190.0, "tuned_us": 41.0},
+             {"untuned_us": 104.0, "tuned_us": 25.0}]
+    assert end_to_end_times(draws) == {
+        "draws": 3, "untuned_us": 100.0, "untuned_draws_us": [100.0, 190.0, 104.0],
+        "untuned_spread": 1.9, "tuned_us": 20.0, "tuned_draws_us": [20.0, 41.0, 25.0],
+        "tuned_spread": 2.05}
+    assert end_to_end_times([{"untuned_us": 8.0, "tuned_us": 2.0}]) == {
+        "draws": 1, "untuned_us": 8.0, "untuned_draws_us": [8.0], "untuned_spread": 1.0,
+        "tuned_us": 2.0, "tuned_draws_us": [2.0], "tuned_spread": 1.0}
+
+
+def test_end_to_end_view_shows_the_least_and_the_spread() -> None:
+    """The Tasks tab's and the report's end-to-end line, from a check of three draws and
+    from one recorded before there were draws."""
+    from msviz.check.model import end_to_end_times
+    from msviz.views.tasks import EndToEndInfo, end_to_end_html, end_to_end_info
+
+    data = {"match": True, "max_abs_diff": 0.0, "fallback": [], "error": None,
+            **end_to_end_times([{"untuned_us": 100.0, "tuned_us": 20.0},
+                                {"untuned_us": 190.0, "tuned_us": 41.0},
+                                {"untuned_us": 104.0, "tuned_us": 25.0}])}
+    info = end_to_end_info(data)
+    assert info == EndToEndInfo(100.0, 20.0, 5.0, True, 0.0, (), None, 3, 1.9, 2.05)
+    assert end_to_end_html(info) == (
+        "<div class='msviz-e2e'><b>End to end</b>: untuned 100.000 µs · tuned 20.000 µs · "
+        "speed-up 5.00x · least of 3 fresh processes (spread: untuned 1.90x, tuned 2.05x) · "
+        "outputs match</div>")
+    old = {k: data[k] for k in ("untuned_us", "tuned_us", "match", "max_abs_diff", "fallback",
+                                "error")}
+    assert end_to_end_info(old) == EndToEndInfo(100.0, 20.0, 5.0, True, 0.0, (), None, 1,
+                                                None, None)
+    assert "fresh processes" not in end_to_end_html(end_to_end_info(old))
+
+
+def test_combine_draws_keeps_the_least_and_every_draw() -> None:
+    """Two draws' call timings (the second process slower), matched to four tasks: a
+    deduplicated symbol (``relu1``) is relu's, the no-op builtin measures the hook only, other
+    calls keep their least time per run."""
+    from msviz.check.model_profile import combine_draws, model_profile_frame
+
+    fast = {"runs": 2, "hook_us": 0.25, "times": {
+        "mm": [12.0, 12.0], "dense": [6.0, 5.0, 7.0, 6.0], "relu1": [4.0, 4.0],
+        "add": [1.0, 1.0], "vm.builtin.alloc_tensor": [1.0, 2.0, 0.5, 0.5, 1.0, 1.0],
+        "vm.builtin.null_value": [0.0, 0.0]}}
+    slow = {"runs": 3, "hook_us": 0.75, "times": {
+        "mm": [18.0, 17.0, 19.0], "dense": [7.5] * 6, "relu1": [5.0] * 3, "add": [1.0] * 3,
+        "vm.builtin.alloc_tensor": [0.5] * 9, "vm.builtin.match_shape": [0.5] * 3}}
+    data = combine_draws([fast, slow], ["mm", "dense", "relu", "add"],
+                         {"mm": 10.0, "dense": 2.0, "relu": 3.0, "add": 1.0}, ["relu"])
+    assert data == {
+        "rows": [
+            {"task": "mm", "calls": 1, "in_model_us": 12.0, "in_model_draws_us": [12.0, 18.0],
+             "tuned_us": 10.0, "ratio": 1.2, "fallback": False},
+            {"task": "dense", "calls": 2, "in_model_us": 6.0, "in_model_draws_us": [6.0, 7.5],
+             "tuned_us": 2.0, "ratio": 3.0, "fallback": False},
+            {"task": "relu", "calls": 1, "in_model_us": 4.0, "in_model_draws_us": [4.0, 5.0],
+             "tuned_us": None, "ratio": None, "fallback": True},
+            {"task": "add", "calls": 1, "in_model_us": 1.0, "in_model_draws_us": [1.0, 1.0],
+             "tuned_us": 1.0, "ratio": 1.0, "fallback": False}],
+        "other": [{"call": "vm.builtin.alloc_tensor", "calls": 3.0, "us_per_run": 1.5},
+                  {"call": "vm.builtin.match_shape", "calls": 1.0, "us_per_run": 0.5}],
+        "hook_us": 0.5, "runs": 2, "draws": 2}
+    frame = model_profile_frame(data)
+    # mm is 1.8x its tuned time in the slow process alone: disputed, never flagged
+    assert list(frame["flagged"]) == [False, True, False, False]
+    assert list(frame["disputed"]) == [True, False, False, False]
+    # one process timing the model, as before: its slow mode would have flagged mm
+    alone = model_profile_frame(combine_draws([slow], ["mm", "dense", "relu", "add"],
+                                              {"mm": 10.0, "dense": 2.0, "add": 1.0}, ["relu"]))
+    assert list(alone["flagged"]) == [True, True, False, False]
+    assert list(alone["spread"]) == [1.0, 1.0, 1.0, 1.0] and alone.attrs["draws"] == 1
+
+
+def test_draws_run_in_fresh_processes(tmp_path: Path) -> None:
+    """Two draws of the MLP built by ``compile_relax`` from an empty database: each its own
+    new process, each timing the build and its calls, the calls per run of each task as many as
+    MetaSchedule's extraction weighs it."""
+    import os
+
+    from msviz.check.draws import DrawError, run_draws
+    from msviz.check.model_profile import match_call
+    from msviz.models import load
+
+    model, target = load("mlp"), compat.make_target("llvm")
+    empty = compat.JSONDatabase(work_dir=str(tmp_path))
+    exe = compat.ms.relax_integration.compile_relax(empty, model.mod, target, params=None)
+    jobs = [{"kind": "time", "build": "plain", "number": 2, "repeat": 2},
+            {"kind": "calls", "build": "plain", "runs": 3}]
+    draws = run_draws({"plain": exe}, model.random_inputs(0), model.func_name, "cpu", jobs,
+                      draws=2)
+    assert len(draws) == 2 and [len(d) for d in draws] == [2, 2]
+    pids = [job["pid"] for d in draws for job in d]
+    assert pids[0] == pids[1] != pids[2] == pids[3] and os.getpid() not in pids
+    weights = {t.name: t.weight for t in model.extract_tasks(target)}
+    for timed, calls in draws:
+        assert (timed["number"], timed["repeat"]) == (2, 2) and timed["us"] > 0
+        assert calls["runs"] == 3 and calls["hook_us"] is not None
+        per_task: dict[str, int] = {}
+        for symbol, us in calls["times"].items():
+            task = match_call(symbol, weights)
+            if task is not None:
+                per_task[task] = per_task.get(task, 0) + len(us)
+        assert per_task == {name: 3 * w for name, w in weights.items()}
+    with pytest.raises(DrawError, match=r"draw 1 of 1 failed \(exit 1\): .*nope"):
+        run_draws({"plain": exe}, model.random_inputs(0), "nope", "cpu", jobs[:1], draws=1)
+    with pytest.raises(ValueError, match="draws must be an int >= 1"):
+        run_draws({"plain": exe}, model.random_inputs(0), model.func_name, "cpu", jobs, draws=0)

@@ -22,7 +22,10 @@ OPTIONS: dict[str, Any] = {**TINY, "trials_per_batch": 2}
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The catalogue MLP (4 tasks, one of weight 2) stepped by batch, steered, then run out."""
+    """The catalogue MLP (4 tasks, one of weight 2) stepped by batch, steered, then run out;
+    checked end to end in two draws (fresh processes) rather than the default three."""
+    from msviz.check import draws
+
     work_dir = tmp_path_factory.mktemp("mlp") / "wd"
     session = Session("mlp", work_dir=work_dir, max_trials=10, **OPTIONS)
     seen = []
@@ -32,8 +35,10 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Any:
     session.set_task_budget(0, 2)
     session.step("batch")
     seen.append(session.wait(600))
-    session.resume()
-    seen.append(session.wait(900))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(draws, "DEFAULT_DRAWS", 2)  # the worker reads it when it checks
+        session.resume()
+        seen.append(session.wait(900))
     return session, seen
 
 
@@ -124,6 +129,12 @@ def test_stock_compile_relax_builds_the_tuned_model(tuned: Any) -> None:
     assert e2e.data == session.end_to_end
     assert (e2e["match"], e2e["fallback"], e2e["error"]) == (True, [], None)
     assert e2e["untuned_us"] > 0 and e2e["tuned_us"] > 0
+    # each build's time is the least of two fresh processes, the spread the slowest over it
+    assert e2e["draws"] == len(e2e["untuned_draws_us"]) == len(e2e["tuned_draws_us"]) == 2
+    for key in ("untuned", "tuned"):
+        times = e2e[f"{key}_draws_us"]
+        assert e2e[f"{key}_us"] == min(times) and all(t > 0 for t in times)
+        assert e2e[f"{key}_spread"] == max(times) / min(times)
 
 
 def test_the_end_to_end_check_is_stored_in_the_work_dir(tuned: Any) -> None:
@@ -134,11 +145,14 @@ def test_the_end_to_end_check_is_stored_in_the_work_dir(tuned: Any) -> None:
     session, _ = tuned
     e2e = session.events.of_kind("end_to_end")[-1]
     run = msviz.open(session.work_dir)
-    assert run.end_to_end == {"untuned_us": e2e["untuned_us"], "tuned_us": e2e["tuned_us"],
-                              "match": True, "max_abs_diff": e2e["max_abs_diff"],
-                              "fallback": [], "error": None}
+    assert run.end_to_end == e2e.data  # the draws and their spread too
+    assert set(run.end_to_end) == {"untuned_us", "tuned_us", "match", "max_abs_diff",
+                                   "fallback", "error", "draws", "untuned_draws_us",
+                                   "tuned_draws_us", "untuned_spread", "tuned_spread"}
     text = render_report(run)
     assert "<b>End to end</b>" in text and "outputs match" in text
+    assert (f"least of 2 fresh processes (spread: untuned {e2e['untuned_spread']:.2f}x, tuned "
+            f"{e2e['tuned_spread']:.2f}x)") in text
 
 
 def test_time_to_quality_is_recorded_after_each_batch(tuned: Any) -> None:
@@ -267,7 +281,8 @@ def test_a_task_whose_every_candidate_fails_is_done_after_two_batches(tmp_path: 
     from msviz.engine import RuleSet
 
     session = Session("mlp", work_dir=tmp_path / "wd", max_trials=20,
-                      task_scheduler="round-robin", strategy="replay", **OPTIONS)
+                      task_scheduler="round-robin", strategy="replay",
+                      end_to_end_check=False, **OPTIONS)  # not what this tests
     session.set_rules(RuleSet([_bind_to_threads()], [], {}), task=1)
     session.start()
     assert session.wait(900) == "finished", session.end_reason
@@ -288,7 +303,7 @@ def test_a_task_whose_every_candidate_fails_is_done_after_two_batches(tmp_path: 
 
 def test_pin_skip_and_switch_scheduler(tmp_path: Path) -> None:
     session = Session("mlp", work_dir=tmp_path / "wd", max_trials=12, strategy="replay",
-                      **OPTIONS)
+                      end_to_end_check=False, **OPTIONS)  # not what this tests
     session.skip(0)  # idle: applied at once
     session.pin("fused_matmul1_add_relu")  # task 2
     assert session.tasks[2].name == "fused_matmul1_add_relu"

@@ -1,0 +1,268 @@
+"""A built model timed in fresh processes ("draws"), so that one process's luck is not the result.
+
+On small shared machines a build's speed is bimodal from one process to the next: the same build
+times ~1x in one fresh process and ~2x in the next, and stays so for that process's life. One
+process's timing can then be off by 2x; the least of a few fresh processes is not (the benchmarks
+take it the same way). :func:`run_draws` exports the builds once (``export_library``), saves the
+inputs, and runs this file as a script in ``draws`` fresh Python processes, one after the other
+(never two at once: they would share the cores); each loads the builds and runs the same list of
+jobs, and hands back their results as JSON:
+
+* ``{"kind": "time", "build": name, "number": n, "repeat": r}``: one untimed run, then
+  ``time_evaluator`` (``number`` runs, ``repeat`` times; fewer for a build whose first run says
+  they would take over :data:`TIMING_BUDGET_S`); gives ``us`` (the median repeat, µs a run),
+  ``number``, ``repeat``.
+* ``{"kind": "calls", "build": name, "runs": r}``: each VM call timed through the instrument hook
+  (:func:`time_calls`); gives ``times`` (per symbol, µs of each call), ``hook_us``, ``runs``.
+
+Each result also has ``pid``, the process that ran it.
+
+The script imports TVM and numpy only (not msviz: a fresh process costs about a second of
+imports, msviz would double it). What to make of the draws (the least, the spread, a flag only
+where every draw agrees) is the caller's: :func:`msviz.check.model.end_to_end_times`,
+:func:`msviz.check.model_profile.combine_draws`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "TIMING_BUDGET_S", "DrawError", "check_draws",
+           "run_draws", "time_calls", "timing_runs"]
+
+#: Fresh processes a model is timed in by default (the least of them is kept).
+DEFAULT_DRAWS = 3
+#: Seconds one draw (one fresh process: imports, loading the builds, every job) may take.
+DRAW_TIMEOUT_S = 600.0
+#: Seconds the timing of one build may take in a draw: a slow build (an untuned BERT runs for
+#: seconds on 2 cores) is timed over fewer runs, down to one.
+TIMING_BUDGET_S = 5.0
+#: The VM builtin whose calls measure the hook's own cost (it does nothing).
+NOOP_CALL = "vm.builtin.null_value"
+
+
+class DrawError(RuntimeError):
+    """A draw (a fresh process timing the builds) failed; the message ends with its error."""
+
+
+def check_draws(draws: Any) -> int:
+    """``draws`` as an int >= 1, else ValueError."""
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws must be an int >= 1 (fresh processes timing the model), "
+                         f"got {draws!r}")
+    return draws
+
+
+def timing_runs(first_s: float, number: int, repeat: int,
+                budget_s: float = TIMING_BUDGET_S) -> tuple[int, int]:
+    """``(number, repeat)`` whose runs fit ``budget_s`` at ``first_s`` seconds a run (the
+    first run's time, an upper bound), never below one run; fast builds keep the given ones."""
+    if first_s * number * repeat <= budget_s:
+        return number, repeat
+    runs = max(1, int(budget_s / max(first_s, 1e-9)))
+    repeat = min(repeat, runs)
+    return max(1, runs // repeat), repeat
+
+
+def time_calls(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, runs: int
+               ) -> tuple[dict[str, list[float]], float | None, int]:
+    """Per symbol, the microseconds of each of its calls over ``runs`` runs of ``func_name``
+    (after a warm-up run; fewer runs when the warm-up says they would take over
+    :data:`TIMING_BUDGET_S`), the hook's own cost taken off; that cost (None: not measured);
+    the runs timed.
+
+    The hook (``VirtualMachine.set_instrument``) is called before and after every ``Call``
+    instruction; a call is timed from the end of its "before" hook to the start of its "after"
+    hook (the device synchronized on both sides off the CPU). The median time of the calls of
+    :data:`NOOP_CALL` (a builtin that does nothing) is the hook's own cost."""
+    import tvm  # heavy
+
+    sync = dev.dlpack_device_type() != tvm.cpu().dlpack_device_type()
+    started: list[int] = []  # a stack: a call of a VM function holds the calls it makes
+    times: dict[str, list[float]] = defaultdict(list)
+
+    def hook(_func: Any, symbol: str, before: bool, _ret: Any, *_args: Any) -> int:
+        if sync:
+            dev.sync()
+        now = time.perf_counter_ns()
+        if before:
+            started.append(time.perf_counter_ns())
+        elif started:
+            times[str(symbol)].append((now - started.pop()) / 1e3)
+        return 0
+
+    tic = time.perf_counter()
+    vm[func_name](*inputs)
+    runs = timing_runs(time.perf_counter() - tic, runs, 1)[0]
+    vm.set_instrument(hook)
+    try:
+        for _ in range(runs):
+            vm[func_name](*inputs)
+    finally:
+        vm.set_instrument(None)
+    noop = times.get(NOOP_CALL)
+    hook_us = statistics.median(noop) if noop else None
+    if hook_us is not None:
+        times = defaultdict(list, {s: [max(0.0, t - hook_us) for t in ts]
+                                   for s, ts in times.items()})
+    return dict(times), hook_us, runs
+
+
+def time_run_us(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, number: int,
+                repeat: int) -> tuple[float, int, int]:
+    """One untimed run, then the median of ``repeat`` ``time_evaluator`` timings of ``number``
+    runs each (fewer to fit :data:`TIMING_BUDGET_S`): ``(µs a run, number, repeat)``."""
+    tic = time.perf_counter()
+    vm[func_name](*inputs)
+    number, repeat = timing_runs(time.perf_counter() - tic, number, repeat)
+    timer = vm.time_evaluator(func_name, dev, number=number, repeat=repeat, min_repeat_ms=0)
+    return statistics.median(timer(*inputs).results) * 1e6, number, repeat
+
+
+def run_jobs(spec: Mapping[str, Any]) -> list[dict]:
+    """This process's draw: load the builds and inputs that ``spec`` names and run its jobs in
+    order (see the module's docstring)."""
+    import numpy as np  # heavy
+    import tvm  # heavy
+    from tvm import relax  # heavy
+
+    dev = tvm.device(spec["device"], int(spec.get("device_id", 0)))
+    with np.load(spec["inputs"]) as saved:
+        inputs = [tvm.runtime.tensor(saved[f"arg{i}"], dev) for i in range(len(saved.files))]
+    vms: dict[str, Any] = {}
+    results = []
+    for job in spec["jobs"]:
+        name = job["build"]
+        if name not in vms:
+            vms[name] = relax.VirtualMachine(tvm.runtime.load_module(spec["builds"][name]), dev)
+        if job["kind"] == "time":
+            us, number, repeat = time_run_us(vms[name], spec["func_name"], inputs, dev,
+                                             number=int(job["number"]),
+                                             repeat=int(job["repeat"]))
+            results.append({"us": us, "number": number, "repeat": repeat, "pid": os.getpid()})
+        elif job["kind"] == "calls":
+            times, hook_us, runs = time_calls(vms[name], spec["func_name"], inputs, dev,
+                                              runs=int(job["runs"]))
+            results.append({"times": times, "hook_us": hook_us, "runs": runs,
+                            "pid": os.getpid()})
+        else:
+            raise ValueError(f"unknown job kind {job['kind']!r}")
+    return results
+
+
+def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, device: str,
+              jobs: Sequence[Mapping[str, Any]], *, draws: int = DEFAULT_DRAWS,
+              timeout_s: float = DRAW_TIMEOUT_S) -> list[list[dict]]:
+    """Run ``jobs`` on ``builds`` in ``draws`` fresh processes, one after the other.
+
+    Parameters
+    ----------
+    builds : mapping of str to Executable
+        The builds (``compile_relax`` / ``tvm.compile`` results) by the names the jobs use.
+    inputs : sequence of numpy.ndarray
+        The arguments of ``func_name``.
+    func_name : str
+        The model's entry function.
+    device : str
+        The device to run on (``"cpu"``, ``"cuda"``: :func:`msviz.compat.device_type`), id 0.
+    jobs : sequence of dict
+        See the module's docstring.
+    draws : int
+        Fresh processes.
+    timeout_s : float
+        Seconds one draw may take.
+
+    Returns
+    -------
+    results : list of list of dict
+        Per draw, each job's result.
+
+    Raises
+    ------
+    DrawError
+        A draw failed (its exit status and the last line of its error output) or timed out.
+    """
+    import numpy as np  # heavy
+
+    check_draws(draws)
+    with tempfile.TemporaryDirectory(prefix="msviz-draws-") as tmp:
+        root = Path(tmp)
+        paths = {}
+        with _without_scope_warnings(root / "export.err"):
+            for i, (name, exe) in enumerate(builds.items()):
+                paths[name] = str(root / f"build{i}.so")
+                exe.export_library(paths[name])
+        np.savez(root / "inputs.npz", **{f"arg{i}": np.asarray(x) for i, x in enumerate(inputs)})
+        spec = {"builds": paths, "inputs": str(root / "inputs.npz"), "func_name": func_name,
+                "device": device, "device_id": 0, "jobs": [dict(j) for j in jobs]}
+        (root / "spec.json").write_text(json.dumps(spec))
+        # the child sees the modules this process sees (TVM may come from a path set at run time)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        out = []
+        for i in range(draws):
+            result = root / f"draw{i}.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), str(root / "spec.json"),
+                   str(result)]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                                      timeout=timeout_s, check=False)
+            except subprocess.TimeoutExpired as err:
+                raise DrawError(f"draw {i + 1} of {draws} took over {timeout_s:g} s") from err
+            if proc.returncode != 0 or not result.is_file():
+                lines = [x for x in (proc.stderr or "").strip().splitlines() if x.strip()]
+                raise DrawError(f"draw {i + 1} of {draws} failed (exit {proc.returncode}): "
+                                f"{lines[-1] if lines else 'no error output'}")
+            out.append(json.loads(result.read_text()))
+        return out
+
+
+@contextlib.contextmanager
+def _without_scope_warnings(path: Path) -> Any:
+    """TVM 0.27's ``VMExecutable`` logs a C++ warning ("Scope Saving:...") for each memory scope
+    it saves, straight to file descriptor 2: what is written there meanwhile goes to ``path``,
+    then back to the real stderr without those lines."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2: nothing to quiet
+        yield
+        return
+    try:
+        with open(path, "wb") as tmp:
+            os.dup2(tmp.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+        kept = [line for line in Path(path).read_bytes().splitlines(keepends=True)
+                if b"Scope Saving:" not in line]
+        if kept:
+            os.write(2, b"".join(kept))
+    finally:
+        os.close(saved)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``draws.py SPEC OUT``: run the spec's jobs (:func:`run_jobs`), write the results."""
+    spec_path, out_path = argv
+    results = run_jobs(json.loads(Path(spec_path).read_text()))
+    Path(out_path).write_text(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    # run as a script: its own folder (msviz/check) is not a package root
+    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+        del sys.path[0]
+    sys.exit(main(sys.argv[1:]))
