@@ -35,7 +35,7 @@ def best_traces(records: list[tuple]) -> dict[str, list]:
     """Each target's fastest valid record's trace (the mean of run_secs, as GetTopK sorts)."""
     best: dict[str, tuple[float, list]] = {}
     for _, trace, target, secs in records:
-        if secs is None or max(secs) >= 1e10:
+        if not secs or all(s == 1e10 for s in secs):  # TuningRecord::IsValid
             continue
         mean = sum(secs) / len(secs)
         if target not in best or mean < best[target][0]:

@@ -206,6 +206,24 @@ def test_top_k_database_is_stocks_top_k(work_dir: Path, top_k: int | None) -> No
         assert (None if picked is None else _decision(picked)) == top, name
 
 
+@pytest.mark.parametrize("keep_top", [1, 3])
+def test_the_engines_database_holds_stocks_top_k(work_dir: Path, tmp_path: Path,
+                                                 keep_top: int) -> None:
+    """The session's ``WorkDirDatabase`` (resuming a work dir) holds, per workload, the
+    records stock's ``get_top_k(workload, keep_top)`` gives, ranked as stock."""
+    from msviz.engine.task_scheduler.work_dir_database import WorkDirDatabase
+
+    copy = tmp_path / "wd"
+    shutil.copytree(work_dir, copy)
+    stock = _stock(work_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", msviz.MsvizWarning)  # the sub-ns lines, said by open()
+        db = WorkDirDatabase(copy, keep_top=keep_top)
+        for name, (ranked, _) in stock.items():
+            held = db.get_top_k(db.commit_workload(workloads.get(name).mod), 1000)
+            assert [_decision(r) for r in held] == ranked[:keep_top], name
+
+
 def test_a_boolean_run_sec_as_stock_reads_it(work_dir: Path, tmp_path: Path) -> None:
     """Stock reads ``true`` in run_secs as 1.0; ``msviz.open`` and ``msviz.database`` rank
     such a record as stock does (not skip it as corrupt)."""

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from msviz import compat
 from msviz.engine.task_scheduler.work_dir_database import read_tuning_records
 from msviz.records import database as db_files
+from msviz.records import row as trial_row
 from msviz.records.sidecar import read_sidecar
 
 __all__ = ["TRAIN_AT_MOST", "StoredRecords", "mean_secs", "stored_candidates", "training_sample"]
@@ -74,10 +74,11 @@ class StoredRecords:
 
 
 def mean_secs(run_secs: Sequence[float] | None) -> float:
-    """A record's mean run time (s); NaN for a failure (no times, or MetaSchedule's 1e10)."""
-    if not run_secs or max(run_secs) >= compat.FAILED_RUN_SECS:
+    """A record's mean run time (s) as stock's database ranks it; NaN where it is no
+    measurement (no times, or only MetaSchedule's 1e10 mark: :func:`row.valid_run_secs`)."""
+    if not trial_row.valid_run_secs(run_secs):
         return math.nan
-    return float(sum(run_secs)) / len(run_secs)
+    return trial_row.mean_run_secs(run_secs)
 
 
 def training_sample(secs: Sequence[float], at_most: int | None = None) -> list[int]:

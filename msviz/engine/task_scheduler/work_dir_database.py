@@ -32,6 +32,7 @@ import tvm_ffi
 
 from msviz import compat
 from msviz.records import database as db_files
+from msviz.records import row as trial_row
 
 __all__ = ["KEEP_TOP", "WorkDirDatabase", "read_tuning_records"]
 
@@ -57,10 +58,6 @@ def _plain(value: Any) -> Any:
 def _dumps(value: Any) -> str:
     """One line as ``JSONDatabase`` writes it (TVM's JSON writer: its number format)."""
     return str(_STRINGIFY(_plain(value), None))
-
-
-def _valid(run_secs: tuple[float, ...] | None) -> bool:
-    return bool(run_secs) and max(run_secs) < compat.FAILED_RUN_SECS  # type: ignore[arg-type]
 
 
 def read_tuning_records(path: Path, records: Iterable[db_files.RecordLine], workload: Any
@@ -159,12 +156,20 @@ class WorkDirDatabase:
             return workload
 
     def _load_best(self, workload: Any, index: int) -> None:
-        """Hold the ``keep_top`` fastest valid stored records of one workload."""
-        records = [r for r in self.stored_records().get(index, ()) if _valid(r.run_secs)]
-        records.sort(key=lambda r: (sum(r.run_secs) / len(r.run_secs), r.line))
-        for _, record in read_tuning_records(self.path_tuning_record,
-                                             records[: self.keep_top], workload)[0]:
-            self._memory.commit_tuning_record(record)
+        """Hold the ``keep_top`` fastest valid stored records of one workload, valid and ranked
+        as stock's database ranks them (:func:`msviz.records.row.valid_run_secs`, the mean in
+        file order; a record whose trace schedules nothing is not valid either)."""
+        records = [r for r in self.stored_records().get(index, ())
+                   if trial_row.valid_run_secs(r.run_secs)]
+        records.sort(key=lambda r: (trial_row.mean_run_secs(r.run_secs), r.line))
+        held, start = 0, 0
+        while held < self.keep_top and start < len(records):
+            chunk = records[start: start + self.keep_top - held]
+            start += len(chunk)
+            for _, record in read_tuning_records(self.path_tuning_record, chunk, workload)[0]:
+                if len(record.trace.insts) and record.trace.insts[0].kind.name != "EnterPostproc":
+                    self._memory.commit_tuning_record(record)
+                    held += 1
 
     # -- records -------------------------------------------------------------------------------
 
