@@ -382,6 +382,8 @@ def _target(text: str) -> Any:
             raise argparse.ArgumentTypeError(f"{text!r} is not a JSON dict ({err})") from None
     try:
         make_target(value)
+    except msviz.errors.TargetError as err:  # a target TVM knows, lacking what msviz needs
+        raise argparse.ArgumentTypeError(str(err)) from None
     except Exception as err:  # TVM's own error types for an unknown kind or attribute
         lines = str(err).strip().splitlines()
         raise argparse.ArgumentTypeError(

@@ -22,22 +22,30 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
         operating system does not report turned off, ``num-cores`` filled in; see
         :func:`host_cpu`), ``"cuda"`` (a CUDA target with the
         hardware attributes MetaSchedule's rules need, hosted on the CPU), a registered tag such as
-        ``"nvidia/nvidia-h100"``, a dict of target attributes, or a Target.
+        ``"nvidia/nvidia-h100"``, a dict of target attributes, or a Target. An llvm target
+        without ``num-cores`` gets ``num_cores`` or, when it compiles for this machine's
+        architecture, this machine's cores (see :func:`complete_target`).
     num_cores : int, optional
-        Cores for the llvm target; defaults to the cores this process may use.
+        Cores for an llvm target that names none; defaults to the cores this process may use.
 
     Returns
     -------
     target : tvm.target.Target
+
+    Raises
+    ------
+    msviz.errors.TargetError
+        For an ``mcpu`` LLVM does not know, and for a target that lacks what MetaSchedule
+        needs and msviz cannot fill in (:func:`complete_target`).
     """
     if isinstance(target, tvm.target.Target):
-        return target
+        return complete_target(target, num_cores=num_cores)
     cores = num_cores or host_cores()
     if isinstance(target, dict):
         spec = dict(target)
-        if spec.get("kind") == "llvm":
+        if spec.get("kind") == "llvm" and (num_cores or _compiles_here(spec.get("mtriple"))):
             spec.setdefault("num-cores", cores)
-        return check_llvm_cpu(tvm.target.Target(spec))
+        return complete_target(check_llvm_cpu(tvm.target.Target(spec)), num_cores=num_cores)
     if not isinstance(target, str):
         raise TypeError(
             f"target must be a str, dict or tvm.target.Target, not {type(target).__name__}"
@@ -66,12 +74,88 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
         check_llvm_cpu(tvm.target.Target({"kind": "llvm", "mcpu": cli[1], **(
             {"mtriple": triple[1]} if triple else {})}))
     try:
-        return tvm.target.Target(target)
+        made = tvm.target.Target(target)
     except Exception as err:
         raise ValueError(
             f"unknown target {target!r}: use 'llvm', 'cuda', a tag such as 'nvidia/nvidia-h100', "
             f"or a dict like {{'kind': 'llvm', 'num-cores': 2}} ({err})"
         ) from None
+    return complete_target(made, num_cores=num_cores)
+
+
+#: What MetaSchedule reads from a GPU target, and what reads it; without them TVM stops with
+#: a bare ValueError ("missing attribute `max_threads_per_block` in the target") or RuntimeError.
+GPU_ATTRS = {
+    "max_threads_per_block": "MetaSchedule's GPU schedule rules",
+    "max_shared_memory_per_block": "MetaSchedule's VerifyGPUCode postprocessor",
+}
+
+
+def _compiles_here(triple: Any) -> bool:
+    """Whether an ``mtriple`` (None or empty: the host's) is this machine's architecture."""
+    if not triple:
+        return True
+    host = str(tvm.target.codegen.llvm_get_system_triple())
+    return str(triple).split("-")[0] == host.split("-")[0]
+
+
+def complete_target(target: tvm.target.Target, *, num_cores: int | None = None
+                    ) -> tvm.target.Target:
+    """``target`` with what MetaSchedule needs from it, filled in or asked for by name.
+
+    An llvm target needs ``num-cores`` (MetaSchedule parallelizes for that many cores; TVM stops
+    with "physical core number must be defined" without it): ``num_cores`` is filled in, or this
+    machine's cores when the target compiles for this machine's architecture. A GPU target needs
+    :data:`GPU_ATTRS`, which depend on the GPU: they are asked for, not guessed.
+
+    Parameters
+    ----------
+    target : tvm.target.Target
+        The target.
+    num_cores : int, optional
+        Cores for an llvm target that names none.
+
+    Returns
+    -------
+    target : tvm.target.Target
+        ``target`` itself when nothing was missing.
+
+    Raises
+    ------
+    msviz.errors.TargetError
+        Naming the missing attribute and how to give it.
+    """
+    kind = str(target.kind.name)
+    attrs = target.attrs
+    if kind == "llvm" and "num-cores" not in attrs:
+        triple = str(attrs["mtriple"]) if "mtriple" in attrs else ""
+        if not num_cores and not _compiles_here(triple):
+            mcpu = f" {attrs['mcpu']}" if "mcpu" in attrs else ""
+            raise TargetError(
+                f"target llvm{mcpu} for {triple} has no num-cores, which MetaSchedule needs (it "
+                "parallelizes for that many cores). Add the device's physical cores to the "
+                f"target, e.g. {{'kind': 'llvm', 'mtriple': '{triple}', 'num-cores': 4}} (a tag "
+                "or a Target: {**target.export(), 'num-cores': 4}); msviz fills it in only for "
+                "this machine's architecture.")
+        spec = dict(target.export())
+        spec["num-cores"] = num_cores or host_cores()
+        return tvm.target.Target(spec)
+    if "gpu" in {str(k) for k in target.keys}:
+        missing = [a for a in GPU_ATTRS if a not in attrs]
+        if missing:
+            what = " and ".join(f"{a} (read by {GPU_ATTRS[a]})" for a in missing)
+            arch = f" {attrs['arch']}" if "arch" in attrs else ""
+            if kind == "cuda":
+                example = {"kind": kind, **({"arch": str(attrs["arch"])} if arch else {}),
+                           "max_threads_per_block": 1024, "max_shared_memory_per_block": 49152}
+                how = (f"Add your GPU's values to the target, e.g. {example}, or name a tag "
+                       "that has them such as 'nvidia/nvidia-a100' (tvm.target.list_tags() "
+                       "lists them); target='cuda' is an H100 (sm_90) with them filled in.")
+            else:
+                how = ("Add your GPU's values to the target (max_threads_per_block in threads, "
+                       "max_shared_memory_per_block in bytes).")
+            raise TargetError(f"target {kind}{arch} has no {what}. {how}")
+    return target
 
 
 def check_llvm_cpu(target: tvm.target.Target) -> tvm.target.Target:

@@ -25,9 +25,11 @@ __all__ = [
     "DecisionSite",
     "decision_sites",
     "design_space_sizes",
+    "out_of_range",
     "perfect_tiles",
     "sites_frame",
     "space_size",
+    "tvm_tile",
 ]
 
 #: Sampling kinds whose decision msviz can enumerate and edit.
@@ -75,6 +77,14 @@ class DecisionSite(NamedTuple):
         Their probabilities (SampleCategorical).
     note : str
         Why a site is not editable, or other remarks.
+    out_of_range : str
+        Why the decision in the trace is not one its sampler can return (e.g. ``"innermost
+        factor 128 > max_innermost_factor 64"``); empty when it is in range. A trace written
+        by hand, by an older TVM or by another tool can hold such a decision: TVM replays it as
+        given (tiles whose factors divide the extent, e.g. ``[4, 128]`` under 64), replaces it
+        (other tiles: :func:`tvm_tile`; compute locations: the nearest valid one below it) or
+        cannot replay it (categorical indices, a wrong number of factors, factors below 1 it
+        keeps); ``note`` says which.
     """
 
     index: int
@@ -92,6 +102,7 @@ class DecisionSite(NamedTuple):
     candidates: tuple | None = None
     probs: tuple | None = None
     note: str = ""
+    out_of_range: str = ""
 
     @property
     def count(self) -> int:
@@ -220,6 +231,121 @@ def site_info(sch: Any, kind: str, inputs: Any, attrs: Any) -> dict:
     return info
 
 
+def out_of_range(kind: str, decision: Any, info: dict) -> str:
+    """Why a recorded decision is not one its sampling instruction could have returned.
+
+    Parameters
+    ----------
+    kind : str
+        The sampling kind.
+    decision : Any
+        The decision as plain Python (:func:`~msviz.trace.rows.decision_value`).
+    info : dict
+        :func:`site_info` of the instruction at this point of the replay.
+
+    Returns
+    -------
+    reason : str
+        E.g. ``"innermost factor 128 > max_innermost_factor 64"``, several reasons joined by
+        ``"; "``; empty when the decision is in range (or there is none).
+    """
+    if decision is None:
+        return ""
+    if kind == "SamplePerfectTile":
+        return _tile_out_of_range(decision, info)
+    if kind == "SampleCategorical":
+        cands = list(info.get("candidates") or ())
+        if isinstance(decision, int) and 0 <= decision < len(cands):
+            return ""
+        return (f"index {decision} is outside the {len(cands)} candidates {cands} "
+                f"(0..{len(cands) - 1})")
+    if kind == "SampleComputeLocation" and info.get("editable") and decision not in info["choices"]:
+        valid = ", ".join(str(c) for c in info["choices"])
+        return (f"{decision} is not a location where {info.get('subject') or 'the block'} can "
+                f"be computed (valid: {valid})")
+    return ""
+
+
+def tvm_tile(factors: Any, extent: int) -> tuple[int, ...]:
+    """The factors TVM's SamplePerfectTile replays for a recorded ``factors`` of a loop of
+    ``extent``: from the innermost out, a factor that does not divide what is left of the
+    extent becomes all of it ("the trivial default solution", TVM's sampling.cc), and the
+    outermost factor is what is left. An inner factor 0, which TVM divides by (the process dies
+    of a floating-point exception), is taken as not dividing."""
+    out = [int(f) for f in factors]
+    rest = extent
+    for k in range(len(out) - 1, 0, -1):
+        if out[k] == 0 or rest % out[k] != 0:
+            out[k] = rest
+        rest //= out[k]
+    out[0] = rest
+    return tuple(out)
+
+
+def _replay_of(sch: Any, kind: str, inputs: Any, value: Any, info: dict, decision: Any
+               ) -> tuple[Any, str]:
+    """For a recorded decision outside its sampler's range: the decision to go on replaying
+    with (the recorded one unless TVM cannot replay it) and a note on what TVM does with it."""
+    if kind == "SampleCategorical":
+        # TVM stops at an index outside the candidates; go on with the likeliest one so that
+        # the sites after it are still listed.
+        probs = info.get("probs") or ()
+        if not probs:
+            return decision, ""
+        likeliest = max(range(len(probs)), key=probs.__getitem__)
+        return likeliest, (f"TVM cannot replay this index (it stops); the sites after it are "
+                           f"listed as if it were {likeliest}")
+    if kind == "SamplePerfectTile":
+        n, extent = info.get("n"), info.get("extent")
+        if extent is None or n is None:  # a loop of unknown extent: TVM ignores the decision
+            return decision, ""
+        try:
+            factors = tuple(int(f) for f in value)
+        except (TypeError, ValueError):
+            factors = ()
+        trivial = [1] * (n - 1) + [extent]  # TVM's own fallback for a tile it cannot keep
+        if len(factors) != n:
+            why = f"{len(factors)} factors for {n} outputs: it stops"
+        elif 0 in factors[1:]:
+            why = "an inner factor 0: it divides by it and the process dies"
+        elif min(tvm_tile(factors, extent)) < 1:
+            why = (f"it replays {list(tvm_tile(factors, extent))} and stops where they are used: "
+                   "factors must be positive")
+        else:
+            instead = tvm_tile(factors, extent)
+            if instead != factors:
+                return decision, f"TVM replays {list(instead)} in place of these factors"
+            return decision, ""
+        return trivial, (f"TVM cannot replay these factors ({why}); the sites after it are "
+                         f"listed as if it were {trivial}")
+    if kind == "SampleComputeLocation" and info.get("editable"):
+        probe = sch.copy()  # TVM snaps it to a valid location: ask it which
+        probe.sample_compute_location(inputs[0], decision=int(value))
+        snapped = int(probe.trace.get_decision(probe.trace.insts[-1]))
+        label = dict(zip(info["choices"], info["labels"])).get(snapped, str(snapped))
+        return decision, f"TVM computes the block at {label} instead"
+    return decision, ""
+
+
+def _tile_out_of_range(decision: Any, info: dict) -> str:
+    try:
+        factors = [int(f) for f in decision]
+    except (TypeError, ValueError):
+        return f"{decision!r} is not a list of integer factors"
+    n, extent = info.get("n"), info.get("extent")
+    max_inner = info.get("max_innermost_factor")
+    reasons = []
+    if n is not None and len(factors) != n:
+        reasons.append(f"{len(factors)} factors, not n={n}")
+    if any(f < 1 for f in factors):
+        reasons.append("a factor below 1")
+    elif extent is not None and math.prod(factors) != extent:
+        reasons.append(f"factors multiply to {math.prod(factors)}, not to the loop extent {extent}")
+    if max_inner is not None and max_inner >= 1 and factors and factors[-1] > max_inner:
+        reasons.append(f"innermost factor {factors[-1]} > max_innermost_factor {max_inner}")
+    return "; ".join(reasons)
+
+
 # -- replaying with a hook -------------------------------------------------------------------
 
 
@@ -269,6 +395,9 @@ def decision_sites(obj: Any, mod: Any = None) -> list[DecisionSite]:
         ``<= max_innermost_factor``; ``SampleCategorical`` choices are candidate indices;
         ``SampleComputeLocation`` choices are the loop positions (and -1 root, -2 inline) where
         the block may legally be computed. Other sampling kinds are listed as not editable.
+        A recorded decision outside these choices is kept as recorded and flagged in
+        ``out_of_range``, ``note`` saying what TVM does with it; where TVM cannot replay it,
+        the sites after it are listed as if it were the decision the note names.
 
     Raises
     ------
@@ -292,16 +421,25 @@ def decision_sites(obj: Any, mod: Any = None) -> list[DecisionSite]:
             used = users.get(i, ())
             if kind == "SampleCategorical" and used:
                 info.setdefault("subject", ", ".join(_describe_use(insts[j]) for j in used))
+            value = decision_value(decision)
+            reason = out_of_range(kind, value, info)
+            replayed = decision
+            if reason:
+                replayed, note = _replay_of(sch, kind, inputs, value, info, decision)
+                if note:
+                    info["note"] = note
             sites.append(
                 DecisionSite(
                     index=i,
                     kind=kind,
-                    decision=decision_value(decision),
+                    decision=value,
                     outputs=tuple(names.get(o, "_") for o in inst.outputs),
                     used_by=used,
+                    out_of_range=reason,
                     **info,
                 )
             )
+            return replayed
         return decision
 
     try:
@@ -341,7 +479,8 @@ def space_size(obj: Any, mod: Any = None) -> int:
 
 
 def sites_frame(sites: list[DecisionSite]) -> pd.DataFrame:
-    """The sites as a table: index, kind, subject, decision, label, count, editable, choices."""
+    """The sites as a table: index, kind, subject, decision, label, count, editable, choices,
+    out_of_range (why the decision is outside its sampler's range; empty when it is not)."""
     rows = [
         {
             "index": s.index,
@@ -352,10 +491,12 @@ def sites_frame(sites: list[DecisionSite]) -> pd.DataFrame:
             "count": s.count,
             "editable": s.editable,
             "choices": list(s.labels),
+            "out_of_range": s.out_of_range,
         }
         for s in sites
     ]
-    columns = ["index", "kind", "subject", "decision", "label", "count", "editable", "choices"]
+    columns = ["index", "kind", "subject", "decision", "label", "count", "editable", "choices",
+               "out_of_range"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -9,7 +9,13 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.trace import decision_sites, side_by_side_html, trace_rows, with_decisions
+from msviz.trace import (
+    decision_sites,
+    side_by_side_html,
+    target_of,
+    trace_rows,
+    with_decisions,
+)
 from msviz.trace.tensorize import tensorize_info
 from msviz.widgets.common import ErrorArea, Selection, code_html
 from msviz.widgets.why_not_view import WhyNotView
@@ -23,18 +29,27 @@ NO_TRIAL = "<i>Select a trial (click a row in the Trials tab) to see and edit it
 #: Style of the rows that take part in tensorization (blockize, tensorize, the annotations).
 TENSORIZE_STYLE = "background:#efe6ff;font-weight:600"
 
+#: Style of a sampling row whose recorded decision is outside its sampler's range.
+OUT_OF_RANGE_STYLE = "background:#ffe0e0;font-weight:600"
 
-def trace_table_html(rows: Any, tensorize: Any = None) -> str:
+#: Value of the dropdown option that keeps a recorded decision outside the valid choices.
+RECORDED = -1
+
+
+def trace_table_html(rows: Any, tensorize: Any = None, sites: Any = ()) -> str:
     """The trace rows as an HTML table; sampling rows highlighted, explanations as tooltips.
 
     ``tensorize`` (a :class:`~msviz.trace.tensorize.TensorizeInfo`) marks its steps, each with
-    a badge naming the intrinsic.
+    a badge naming the intrinsic. ``sites`` (:class:`~msviz.trace.DecisionSite`) mark the
+    sampling rows whose decision is outside the sampler's range, with a badge saying why.
     """
     steps = {s.index: s for s in tensorize.steps} if tensorize is not None else {}
+    flagged = {s.index: s.out_of_range for s in sites if s.out_of_range}
     out = ['<table class="msviz-trace" style="font-size:12px;border-collapse:collapse">']
     for row in rows.itertuples():
         step = steps.get(row.index)
-        style = TENSORIZE_STYLE if step is not None else (
+        reason = flagged.get(row.index, "")
+        style = OUT_OF_RANGE_STYLE if reason else TENSORIZE_STYLE if step is not None else (
             "background:#fff6d6;font-weight:600" if row.sampling else (
                 "color:#777" if row.postproc else ""))
         badge = ""
@@ -43,14 +58,41 @@ def trace_table_html(rows: Any, tensorize: Any = None) -> str:
             badge = (f' <span class="msviz-tensorize" style="background:#6b3fa0;color:white;'
                      f'border-radius:3px;padding:0 4px;font-size:11px">'
                      f"{html.escape(label)}</span>")
+        if reason:
+            badge += (' <span class="msviz-out-of-range" style="background:#c62828;color:white;'
+                      'border-radius:3px;padding:0 4px;font-size:11px">'
+                      f"outside the sampler's range: {html.escape(reason)}</span>")
+        tip = str(row.explanation) + (f"\nOutside the sampler's range: {reason}" if reason else "")
         out.append(
-            f'<tr style="{style}" title="{html.escape(str(row.explanation))}">'
+            f'<tr style="{style}" title="{html.escape(tip)}">'
             f'<td style="padding:1px 6px;text-align:right">{row.index}</td>'
             f'<td style="padding:1px 6px"><code>{html.escape(str(row.python))}</code>{badge}'
             "</td></tr>"
         )
     out.append("</table>")
     return "".join(out)
+
+
+def out_of_range_html(sites: Any) -> str:
+    """A warning listing the sites whose recorded decision is outside the sampler's range."""
+    flagged = [s for s in sites if s.out_of_range]
+    if not flagged:
+        return ""
+    items = "".join(
+        f"<li>#{s.index} {html.escape(s.kind)}"
+        + (f" of <code>{html.escape(s.subject)}</code>" if s.subject else "")
+        + f": {html.escape(_decision_text(s.decision))}: {html.escape(s.out_of_range)}"
+        + (f" ({html.escape(s.note)})" if s.note else "") + "</li>"
+        for s in flagged)
+    what = "decision is" if len(flagged) == 1 else f"{len(flagged)} decisions are"
+    return (f'<div class="msviz-out-of-range" style="color:#c62828">&#9888; This trace\'s '
+            f"{what} outside the sampler's range (MetaSchedule would not sample "
+            f'{"it" if len(flagged) == 1 else "them"}):<ul style="margin:2px 0">{items}</ul>'
+            "</div>")
+
+
+def _decision_text(decision: Any) -> str:
+    return str(list(decision)) if isinstance(decision, tuple) else str(decision)
 
 
 def intrinsics_html(tensorize: Any) -> str:
@@ -115,6 +157,7 @@ class TraceView(W.VBox):
         self.sites: list = []
         self.replay: Any = None
         self.title = W.HTML()
+        self.warning = W.HTML()
         self.table = W.HTML()
         self.intrinsics = W.HTML()
         self.tensorize: Any = None
@@ -131,7 +174,7 @@ class TraceView(W.VBox):
         self.measure_button.on_click(lambda _b: self.measure())
         self.selection.observe(lambda c: self.show(c["new"]), names="trial")
         # the status under the buttons: what Measure did shows where it was pressed
-        left = W.VBox([self.editors, W.HBox([self.reset_button, self.measure_button]),
+        left = W.VBox([self.warning, self.editors, W.HBox([self.reset_button, self.measure_button]),
                        self.status], layout=W.Layout(min_width="420px", flex="0 0 420px"))
         super().__init__([
             self.title, W.HBox([left, W.Box([self.table], layout=W.Layout(flex="1 1 auto"))]),
@@ -147,7 +190,7 @@ class TraceView(W.VBox):
         self.measure_button.disabled = True
         if index < 0:
             self.trial, self.sites = None, []
-            self.editors.children, self.table.value = (), ""
+            self.editors.children, self.table.value, self.warning.value = (), "", ""
             self.tensorize, self.intrinsics.value = None, ""
             self.title.value = NO_TRIAL
             return
@@ -157,23 +200,37 @@ class TraceView(W.VBox):
             rows = trace_rows(self.trial)
             self.tensorize = tensorize_info(self.trial)
         if guard.failed:
+            self.warning.value = ""
             return
         used = ", ".join(i.name for i in self.tensorize.intrinsics)
         self.title.value = f"<b>Trace of trial {index}</b> ({len(rows)} instructions, " \
             f"{len(self.sites)} decision sites" + (
                 f"; tensorized with <code>{html.escape(used)}</code>" if used else "") + ")"
-        self.table.value = trace_table_html(rows, self.tensorize)
+        self.table.value = trace_table_html(rows, self.tensorize, self.sites)
+        self.warning.value = out_of_range_html(self.sites)
         self.intrinsics.value = intrinsics_html(self.tensorize)
         editors = []
         for site in self.sites:
             label = f"#{site.index} {site.kind.replace('Sample', '')}"
+            if site.out_of_range:
+                label += " \u26a0"
             if not site.editable:
-                editors.append(W.HTML(f"{html.escape(label)}: {site.decision} (not editable)"))
+                why = f"; outside the sampler's range: {site.out_of_range}" \
+                    if site.out_of_range else ""
+                editors.append(W.HTML(f"{html.escape(label)}: {site.decision} (not editable"
+                                      f"{html.escape(why)})"))
                 continue
             options = [(lab, i) for i, lab in enumerate(site.labels)]
-            current = site.choices.index(site.decision) if site.decision in site.choices else 0
-            box = W.Dropdown(options=options, value=current, description=label,
-                             tooltip=f"{site.subject}: {site.count} valid choices",
+            if site.decision in site.choices:
+                current = site.choices.index(site.decision)
+            else:  # offered as recorded, so that showing the trace changes none of it
+                current = RECORDED
+                options.insert(0, (f"{_decision_text(site.decision)} (recorded, out of range)",
+                                   RECORDED))
+            tip = f"{site.subject}: {site.count} valid choices"
+            if site.out_of_range:
+                tip += f"; the recorded decision is outside them: {site.out_of_range}"
+            box = W.Dropdown(options=options, value=current, description=label, tooltip=tip,
                              style={"description_width": "140px"},
                              layout=W.Layout(width="410px"))
             box.site_index = site.index  # type: ignore[attr-defined]
@@ -195,6 +252,8 @@ class TraceView(W.VBox):
         for box in self.editors.children:
             if isinstance(box, W.Dropdown):
                 site = by_index[box.site_index]
+                if box.value == RECORDED:
+                    continue
                 choice = site.choices[box.value]
                 if choice != site.decision:
                     out[site.index] = choice
@@ -209,7 +268,8 @@ class TraceView(W.VBox):
             self.measure_button.disabled = True
             return None
         with self.error.guard(self) as guard:
-            self.replay = with_decisions(self.trial, edits, target=self.target)
+            target = target_of(self.trial, self.target)  # the trial's own postprocs
+            self.replay = with_decisions(self.trial, edits, target=target)
         if guard.failed:
             self.replay, self.diff.value = None, ""
             self.measure_button.disabled = True

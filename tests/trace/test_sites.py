@@ -20,6 +20,7 @@ from msviz.trace import (
     space_size,
     with_decisions,
 )
+from msviz.trace.sites import out_of_range, tvm_tile
 
 
 def brute_force_tiles(extent: int, n: int, max_inner: int) -> set[tuple[int, ...]]:
@@ -164,6 +165,7 @@ def test_default_rule_design_spaces(spaces):
             kinds = {s.kind for s in sites}
             assert "SamplePerfectTile" in kinds and "SampleCategorical" in kinds, name
             assert all(s.editable and s.decision in s.choices for s in sites), name
+            assert all(s.out_of_range == "" for s in sites), name
 
 
 def test_python_schedule_rule(make_spaces):
@@ -214,3 +216,221 @@ def test_site_is_a_plain_record():
     site = DecisionSite(3, "SampleCategorical", 1, (0, 1), ("a", "b"), True)
     assert site.count == 2 and site.label_of(1) == "b"
     assert DecisionSite(4, "SamplePartitionedTile", (2, 2), (), (), False).count == 1
+
+
+# -- decisions outside their sampler's range ---------------------------------------------------
+
+
+def add_mod(extent: int = 512):
+    """``B[i] = A[i] + 1`` over one loop of ``extent`` (TVM's add_rfactor test has the like)."""
+    from tvm import te
+
+    a = te.placeholder((extent,), name="A")
+    b = te.compute((extent,), lambda i: a[i] + 1.0, name="B")
+    return compat.normalize_mod(te.create_prim_func([a, b]))
+
+
+def tiled_add(mod, decision, *, unroll=None):
+    """A schedule of :func:`add_mod` whose loop is split by a SamplePerfectTile of ``decision``
+    (n=2, max_innermost_factor=64), after a SampleCategorical when ``unroll`` is an index."""
+    sch = compat.Schedule(mod)
+    (i,) = sch.get_loops(sch.get_sblock("B"))
+    if unroll is not None:
+        sch.sample_categorical([0, 16, 64], [0.2, 0.5, 0.3], decision=unroll)
+    sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=64, decision=decision))
+    return sch
+
+
+#: Every n=2 tiling of 512 with the innermost factor <= 64.
+TILES_512 = ((8, 64), (16, 32), (32, 16), (64, 8), (128, 4), (256, 2), (512, 1))
+TILE_LABELS_512 = ("[8, 64]", "[16, 32]", "[32, 16]", "[64, 8]", "[128, 4]", "[256, 2]",
+                   "[512, 1]")
+
+
+def test_recorded_tile_beyond_max_innermost_factor_is_flagged():
+    # TVM takes [4, 128] under max_innermost_factor=64 as given and replays it unchanged
+    mod = add_mod()
+    sch = tiled_add(mod, [4, 128])
+    assert decision_sites(sch, mod) == [
+        DecisionSite(
+            index=2, kind="SamplePerfectTile", decision=(4, 128), choices=TILES_512,
+            labels=TILE_LABELS_512, editable=True, subject="i", outputs=("v2", "v3"),
+            used_by=(3,), extent=512, n=2, max_innermost_factor=64,
+            out_of_range="innermost factor 128 > max_innermost_factor 64",
+        ),
+    ]
+    frame = sites_frame(decision_sites(sch, mod))
+    assert frame.to_dict("records") == [{
+        "index": 2, "kind": "SamplePerfectTile", "subject": "i", "decision": (4, 128),
+        "label": "(4, 128)", "count": 7, "editable": True, "choices": list(TILE_LABELS_512),
+        "out_of_range": "innermost factor 128 > max_innermost_factor 64",
+    }]
+    # in range: nothing to say
+    (site,) = decision_sites(tiled_add(mod, [8, 64]), mod)
+    assert site.decision == (8, 64) and site.out_of_range == "" and site.note == ""
+
+
+def replayed_decisions(trace, mod):
+    """The decisions TVM itself records when it replays ``trace`` on a fresh schedule."""
+    sch = compat.Schedule(mod)
+    trace.apply_to_schedule(sch, remove_postproc=False)
+    return [compat.to_jsonable(d) for d in sch.trace.decisions.values()]
+
+
+def test_recorded_categorical_index_and_tile_product_out_of_range():
+    # a Schedule never records these (TVM replaces the tile, rejects the index); a stored or
+    # edited trace can hold them
+    mod = add_mod()
+    trace = tiled_add(mod, [8, 64], unroll=1).trace
+    insts = list(trace.insts)
+    trace = trace.with_decision(insts[2], 7, remove_postproc=False)
+    trace = trace.with_decision(insts[3], [4, 100], remove_postproc=False)
+    assert decision_sites(trace, mod) == [
+        DecisionSite(
+            index=2, kind="SampleCategorical", decision=7, choices=(0, 1, 2),
+            labels=("0 (p=0.2)", "16 (p=0.5)", "64 (p=0.3)"), editable=True, subject="",
+            outputs=("v2",), used_by=(), candidates=(0, 16, 64), probs=(0.2, 0.5, 0.3),
+            note="TVM cannot replay this index (it stops); the sites after it are listed as if "
+                 "it were 1",
+            out_of_range="index 7 is outside the 3 candidates [0, 16, 64] (0..2)",
+        ),
+        DecisionSite(
+            index=3, kind="SamplePerfectTile", decision=(4, 100), choices=TILES_512,
+            labels=TILE_LABELS_512, editable=True, subject="i", outputs=("v3", "v4"),
+            used_by=(4,), extent=512, n=2, max_innermost_factor=64,
+            note="TVM replays [1, 512] in place of these factors",
+            out_of_range="factors multiply to 400, not to the loop extent 512; "
+                         "innermost factor 100 > max_innermost_factor 64",
+        ),
+    ]
+    # what the notes say is what TVM does
+    with pytest.raises(Exception, match="Wrong decision value, where n = 3, but decision is: 7"):
+        replayed_decisions(trace, mod)
+    fixed = trace.with_decision(insts[2], 1, remove_postproc=False)
+    assert replayed_decisions(fixed, mod) == [1, [1, 512]]
+
+
+@pytest.mark.parametrize("recorded, replayed", [
+    ([4, 128], [4, 128]),  # divides the extent: replayed as recorded, however far out of range
+    ([3, 128], [4, 128]),  # the outer factor is what is left
+    ([1024, 1], [512, 1]),
+    ([4, 100], [1, 512]),  # an inner factor that does not divide takes all that is left
+    ([0, 512], [1, 512]),
+    ([-4, 128], [4, 128]),
+])
+def test_tvm_tile_is_what_tvm_replays(recorded, replayed):
+    mod = add_mod()
+    trace = tiled_add(mod, [8, 64]).trace
+    edited = trace.with_decision(list(trace.insts)[2], recorded, remove_postproc=False)
+    assert replayed_decisions(edited, mod) == [replayed]
+    assert tvm_tile(recorded, 512) == tuple(replayed)
+    (site,) = decision_sites(edited, mod)
+    assert site.decision == tuple(recorded) and site.out_of_range
+    assert site.note == ("" if replayed == recorded
+                         else f"TVM replays {replayed} in place of these factors")
+
+
+def test_tiles_tvm_cannot_replay_are_listed_and_the_replay_goes_on():
+    mod = add_mod()
+    trace = tiled_add(mod, [8, 64], unroll=1).trace
+    insts = list(trace.insts)
+    # TVM divides by a factor 0 (SIGFPE: the kernel would die); three factors for two outputs
+    # stop it. Put them first, so that the sites after them must still be listed.
+    zero = trace.with_decision(insts[3], [512, 0], remove_postproc=False)
+    zero = zero.with_decision(insts[2], 9, remove_postproc=False)
+    cat, tile = decision_sites(zero, mod)
+    assert (cat.out_of_range, tile.decision, tile.out_of_range, tile.note) == (
+        "index 9 is outside the 3 candidates [0, 16, 64] (0..2)", (512, 0),
+        "a factor below 1",
+        "TVM cannot replay these factors (an inner factor 0: it divides by it and the process "
+        "dies); the sites after it are listed as if it were [1, 512]")
+    negative = trace.with_decision(insts[3], [-4, -128], remove_postproc=False)
+    (_, tile) = decision_sites(negative, mod)
+    assert (tile.out_of_range, tile.note) == (
+        "a factor below 1",
+        "TVM cannot replay these factors (it replays [-4, -128] and stops where they are used: "
+        "factors must be positive); the sites after it are listed as if it were [1, 512]")
+    with pytest.raises(Exception, match="factors are required to be positive"):
+        replayed_decisions(negative.with_decision(insts[2], 1, remove_postproc=False), mod)
+    three = trace.with_decision(insts[3], [2, 2, 128], remove_postproc=False)
+    (_, tile) = decision_sites(three, mod)
+    assert (tile.out_of_range, tile.note) == (
+        "3 factors, not n=2; innermost factor 128 > max_innermost_factor 64",
+        "TVM cannot replay these factors (3 factors for 2 outputs: it stops); the sites after "
+        "it are listed as if it were [1, 512]")
+    with pytest.raises(Exception, match=r"old_outputs\.size"):
+        replayed_decisions(three, mod)
+
+
+def test_a_factor_zero_kills_tvm():
+    """Why decision_sites never hands TVM a factor 0: a fresh process replaying one dies."""
+    import subprocess
+    import sys
+
+    script = (
+        "from tvm import te\n"
+        "from msviz import compat\n"
+        "a = te.placeholder((512,), name='A')\n"
+        "mod = compat.normalize_mod(te.create_prim_func(\n"
+        "    [a, te.compute((512,), lambda i: a[i] + 1.0, name='B')]))\n"
+        "sch = compat.Schedule(mod)\n"
+        "(i,) = sch.get_loops(sch.get_sblock('B'))\n"
+        "sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=64, decision=[8, 64]))\n"
+        "trace = sch.trace\n"
+        "zero = trace.with_decision(list(trace.insts)[2], [512, 0], remove_postproc=False)\n"
+        "zero.apply_to_schedule(compat.Schedule(mod), remove_postproc=False)\n"
+        "print('replayed')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode < 0 and "replayed" not in done.stdout, done  # killed by a signal
+    # and in this process it is listed, not replayed
+    mod = add_mod()
+    trace = tiled_add(mod, [8, 64]).trace
+    zero = trace.with_decision(list(trace.insts)[2], [512, 0], remove_postproc=False)
+    (site,) = decision_sites(zero, mod)
+    assert site.decision == (512, 0) and "as if it were [1, 512]" in site.note
+
+
+@pytest.mark.parametrize("kind, decision, info, reason", [
+    ("SamplePerfectTile", (2, 2, 128), {"n": 2, "extent": 512, "max_innermost_factor": -1},
+     "3 factors, not n=2"),
+    ("SamplePerfectTile", (0, 512), {"n": 2, "extent": 512, "max_innermost_factor": 64},
+     "a factor below 1; innermost factor 512 > max_innermost_factor 64"),
+    ("SamplePerfectTile", (4, 128), {"n": 2, "max_innermost_factor": 64},  # extent unknown
+     "innermost factor 128 > max_innermost_factor 64"),
+    ("SamplePerfectTile", (4, 128), {"n": 2, "extent": 512, "max_innermost_factor": -1}, ""),
+    ("SampleCategorical", -1, {"candidates": (1, 2)}, "index -1 is outside the 2 candidates "
+     "[1, 2] (0..1)"),
+    ("SampleCategorical", 1, {"candidates": (1, 2)}, ""),
+    ("SampleComputeLocation", 5, {"editable": True, "choices": (-2, -1, 0), "subject": "pad"},
+     "5 is not a location where pad can be computed (valid: -2, -1, 0)"),
+    ("SampleComputeLocation", 0, {"editable": True, "choices": (-2, -1, 0), "subject": "pad"},
+     ""),
+    ("SamplePartitionedTile", (4, 128), {"editable": False}, ""),
+    ("SamplePerfectTile", None, {"n": 2}, ""),
+])
+def test_out_of_range_reasons(kind, decision, info, reason):
+    assert out_of_range(kind, decision, info) == reason
+
+
+def test_recorded_compute_location_out_of_range(spaces):
+    mod, space_list = spaces["CBR"]
+    space = next(s for s in space_list if any(
+        site.kind == "SampleComputeLocation" for site in decision_sites(s, mod)))
+    site = next(s for s in decision_sites(space, mod) if s.kind == "SampleComputeLocation")
+    bad = max(site.choices) + 7
+    inst = list(space.trace.insts)[site.index]
+    trace = space.trace.with_decision(inst, bad, remove_postproc=False)
+    (flagged,) = [s for s in decision_sites(trace, mod) if s.index == site.index]
+    assert flagged._replace(decision=site.decision, out_of_range="", note="") == site
+    assert flagged.decision == bad
+    valid = ", ".join(str(c) for c in site.choices)
+    assert flagged.out_of_range == (
+        f"{bad} is not a location where PadInput can be computed (valid: {valid})")
+    # TVM snaps it to the nearest valid location below it, and the note names that one
+    snapped = max(site.choices)
+    assert flagged.note == f"TVM computes the block at {site.label_of(snapped)} instead"
+    replay = compat.Schedule(mod)
+    trace.apply_to_schedule(replay, remove_postproc=False)
+    insts = list(replay.trace.insts)
+    assert int(replay.trace.get_decision(insts[site.index])) == snapped
