@@ -53,7 +53,7 @@ def test_rules_are_chosen_by_the_whole_target(target: Any, kind: str, postprocs:
     # addition, the untensorized space kept beside a tensorized one (KeepUntensorized)
     ruleset = RuleSet.default(target)
     assert [s.name for s in ruleset.schedule_rules] == [type(r).__name__ for r in found.sch_rules]
-    rules, procs, mutators = ruleset.build(target)
+    _, procs, mutators = ruleset.build(target)
     assert [type(p).__name__ for p in procs] == postprocs
     assert {type(m).__name__: p for m, p in mutators.items()} == pytest.approx(
         {type(m).__name__: p for m, p in found.mutator_probs.items()})
