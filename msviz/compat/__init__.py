@@ -23,6 +23,8 @@ from msviz.compat.aliases import (
     tir,
     tir_schedule,
     to_jsonable,
+    tuning_record_from_json,
+    zero_tile_decision,
 )
 from msviz.compat.intrinsics import (
     INTRIN_FEATURES,
@@ -109,6 +111,8 @@ __all__ = [
     "tir_schedule",
     "to_jsonable",
     "to_tensor",
+    "tuning_record_from_json",
     "use_host_cores",
     "vnni_needs_fix",
+    "zero_tile_decision",
 ]

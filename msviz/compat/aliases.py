@@ -35,6 +35,31 @@ structural_hash = tvm_ffi.structural_hash
 FAILED_RUN_SECS = 1e10
 
 
+def zero_tile_decision(trace_json: Any) -> str | None:
+    """What is wrong with a trace's JSON (``[instructions, decisions]``) that would kill the
+    process replaying it: a ``SamplePerfectTile`` decision with a factor of 0 (TVM divides by
+    it, SIGFPE). None when there is none. MetaSchedule never samples such a factor."""
+    try:
+        insts, decisions = trace_json[0], trace_json[1]
+        for index, value in decisions:
+            if insts[int(index)][0] == "SamplePerfectTile" and any(
+                    isinstance(v, (int, float)) and v == 0 for v in value):
+                return (f"instruction {int(index)} (SamplePerfectTile) decides tile factors "
+                        f"{list(value)}: a factor of 0 splits nothing (TVM would divide by it)")
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None  # a malformed trace: TVM's own reader says what is wrong
+    return None
+
+
+def tuning_record_from_json(record_json: Any, workload: Any) -> Any:
+    """``TuningRecord.from_json``, refusing (``ValueError``) a trace that would kill the process
+    instead of reading it (:func:`zero_tile_decision`)."""
+    problem = zero_tile_decision(record_json[0]) if isinstance(record_json, list) else None
+    if problem:
+        raise ValueError(problem)
+    return TuningRecord.from_json(record_json, workload)
+
+
 def target_from_json(obj: Any) -> tvm.target.Target:
     """The Target stored in a tuning record (a dict of attributes)."""
     return tvm.target.Target(obj)

@@ -394,10 +394,18 @@ def database(work_dir: str | Path, *, target: Any = None, top_k: int | None = 1)
                           f"records' targets: {', '.join(present) or 'none'}")
     db = compat.ms.database.MemoryDatabase()
     record_path = work_dir / db_files.RECORD_FILE
-    for rec in _fastest(matching, top_k):
+    readable = []
+    for rec in matching:  # what would kill TVM's reader, said and left out before ranking
+        problem = compat.zero_tile_decision(rec.body[0]) if rec.body else None
+        if problem:
+            why = f"its trace cannot be read ({problem})"
+            skipped.setdefault((record_path, why), []).append(rec.line)
+        else:
+            readable.append(rec)
+    for rec in _fastest(readable, top_k):
         try:
             compat.register_intrins_for(rec.body)
-            record = compat.TuningRecord.from_json(rec.body, rec.workload)
+            record = compat.tuning_record_from_json(rec.body, rec.workload)
         except Exception as err:  # TVM's own error types: a trace it cannot replay
             why = f"its trace cannot be read ({_last_line(err)})"
             skipped.setdefault((record_path, why), []).append(rec.line)

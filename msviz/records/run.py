@@ -472,7 +472,7 @@ class Run:
                 record_json = self.migration.record_json(record_json)
             workload_obj = compat.Workload.from_json([entry.shash, entry.payload])
             compat.register_intrins_for(record_json)
-            return compat.TuningRecord.from_json(record_json, workload_obj)
+            return compat.tuning_record_from_json(record_json, workload_obj)
         except Exception as err:  # a line corrupted inside its trace: say where
             raise WorkDirError(
                 f"{path} line {line} (trial {index}) cannot be read as a tuning record: "

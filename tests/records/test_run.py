@@ -182,3 +182,57 @@ def test_reading_pauses_the_cycle_collector_and_restores_it() -> None:
         assert not gc.isenabled()  # paused by someone else: left paused
     finally:
         gc.enable()
+
+
+def test_a_zero_tile_factor_is_refused_not_a_crash(
+    stock_work_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """TVM replaying a SamplePerfectTile decision with a 0 factor dies (SIGFPE); msviz says
+    which line and instruction instead, in a trial, ``msviz.database`` and a resumed session's
+    database. Read in a child process, so a crash fails this test, not the suite."""
+    import subprocess
+    import sys
+
+    wd = _copy(stock_work_dirs["GMM"], tmp_path / "zero")
+    path = wd / RECORD_FILE
+    records = _own_parse(wd)
+    ok = [i for i, (_, (_, secs, _, _)) in enumerate(records) if secs and max(secs) < 1e10]
+    best = min(ok, key=lambda i: sum(records[i][1][1]) / len(records[i][1][1]))
+    insts, decisions = records[best][1][0]
+    index, value = next((i, v) for i, v in decisions if insts[i][0] == "SamplePerfectTile")
+    edited = [*value[:-1], 0]
+    records[best][1][0][1] = [[i, edited if i == index else v] for i, v in decisions]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    child = f"""
+import json, warnings
+import msviz
+from msviz import compat, workloads
+out = {{}}
+run = msviz.open({str(wd)!r})
+try:
+    run.trial({best}).trace
+except msviz.WorkDirError as err:
+    out["trial"] = str(err)
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    db = msviz.database({str(wd)!r}, top_k=1)
+out["database_warned"] = [str(w.message) for w in said]
+mod = workloads.get("GMM-0").mod
+top = db.get_top_k(db.commit_workload(mod), 5)
+out["database_top"] = [float(s) for s in top[0].run_secs] if top else None
+print(json.dumps(out))
+"""
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    said = (f"instruction {index} (SamplePerfectTile) decides tile factors {edited}: a factor "
+            "of 0 splits nothing (TVM would divide by it)")
+    assert out["trial"] == (f"{path} line {best + 1} (trial {best}) cannot be read as a tuning "
+                            f"record: {said}")
+    assert out["database_warned"] == [f"skipped 1 record(s): {path} line {best + 1}: its trace "
+                                      f"cannot be read ({said})"]
+    # the next fastest stands in for it, as the stock database would skip an unreadable line
+    second = min((i for i in ok if i != best),
+                 key=lambda i: sum(records[i][1][1]) / len(records[i][1][1]))
+    assert out["database_top"] == pytest.approx(records[second][1][1])

@@ -71,7 +71,7 @@ def read_tuning_records(path: Path, records: Iterable[db_files.RecordLine], work
             try:
                 body = json.loads(f.readline())[1]
                 compat.register_intrins_for(body)
-                out.append((rec, compat.TuningRecord.from_json(body, workload)))
+                out.append((rec, compat.tuning_record_from_json(body, workload)))
             except Exception:  # TVM's own error types: a trace that no longer reads
                 bad.append(rec.line)
     return out, bad
