@@ -85,12 +85,31 @@ def stock_work_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     return out
 
 
+def slow_build(seconds: float) -> object:
+    """A build function (``f(mod, target, params)``) that sleeps ``seconds`` before it builds
+    with :func:`msviz.compat.fast_build`: slow on purpose, so that a build timeout below
+    ``seconds`` is reached on any host, however fast. A closure, so cloudpickle sends it to the
+    build workers by value (they need not import this module)."""
+
+    def build(mod: object, target: object, params: object = None) -> object:
+        import time
+
+        from msviz import compat
+
+        time.sleep(seconds)
+        return compat.fast_build(mod, target, params)
+
+    return build
+
+
 def timing_out_builder() -> object:
-    """A stock LocalBuilder whose every build times out (after its start-up check passed:
-    that check runs under the same timeout and would fail on a loaded machine)."""
+    """A stock LocalBuilder whose every build times out: its builds sleep 60 s (not a real
+    build, which a fast host may finish within any small timeout) against a 0.001 s timeout,
+    set after its start-up check passed (that check runs under the same timeout and would fail
+    on a loaded machine)."""
     from msviz import compat
 
-    builder = compat.ms.builder.LocalBuilder(timeout_sec=30, f_build=compat.fast_build)
+    builder = compat.ms.builder.LocalBuilder(timeout_sec=30, f_build=slow_build(60.0))
     builder.timeout_sec = 0.001
     return builder
 

@@ -45,7 +45,8 @@ def jupyterlab(root: Path) -> Iterator[str]:
     )
     try:
         port = None
-        deadline = time.time() + 90
+        # generous: a loaded host may take minutes to start JupyterLab (a fast one: seconds)
+        deadline = time.time() + 300
         while time.time() < deadline and port is None:
             if proc.poll() is not None:
                 raise RuntimeError(f"jupyter-lab exited: {(home / 'server.log').read_text()}")
@@ -53,13 +54,16 @@ def jupyterlab(root: Path) -> Iterator[str]:
                 port = json.loads(info.read_text()).get("port")
             time.sleep(0.3)
         if port is None:
-            raise RuntimeError("jupyter-lab did not write its server info in 90 s")
+            raise RuntimeError("jupyter-lab did not write its server info in 300 s")
         base = f"http://127.0.0.1:{port}"
-        while time.time() < deadline:
+        while True:
             try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=10)
                 break
             except OSError:
+                if time.time() > deadline:
+                    raise RuntimeError(f"jupyter-lab at {base} did not answer in 300 s: "
+                                       f"{(home / 'server.log').read_text()[-2000:]}") from None
                 time.sleep(0.3)
         yield f"{base}/lab?token={token}"
     finally:

@@ -27,6 +27,18 @@ return g._fullData.map(t => ({name: t.name, points: (t.x || []).length,
 """
 
 
+def _lines(driver, ready, timeout: float = 120) -> list | None:
+    """The plot's lines once ``ready(lines)`` (plotly draws them after the first appears, as
+    fast as the host allows), or as they are after ``timeout`` (the checks then say what is
+    missing)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = driver.execute_script(_LINES)
+        if (lines and ready(lines)) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.3)
+
+
 def test_compare_two_runs_in_jupyterlab(stock_work_dirs: dict[str, Path], tmp_path: Path
                                          ) -> None:
     cells = [
@@ -42,8 +54,8 @@ def test_compare_two_runs_in_jupyterlab(stock_work_dirs: dict[str, Path], tmp_pa
                       wait_for_cells=False) as driver:
         _wait(driver, "return document.querySelector('.msviz-compare .js-plotly-plot "
               ".scatterlayer .js-line')", timeout=400, what="the compare plot")
-        time.sleep(1.0)
-        lines = driver.execute_script(_LINES)
+        lines = _lines(driver, lambda lines: len(lines) == 2 and lines[0]["drawn"] == 2
+                       and all(line["points"] >= 2 for line in lines))
         assert [line["name"] for line in lines] == ["stock", "msviz"], lines
         assert lines[0]["drawn"] == 2 and all(line["points"] >= 2 for line in lines), lines
         assert lines[0]["x"] == "Trial"
@@ -57,8 +69,7 @@ def test_compare_two_runs_in_jupyterlab(stock_work_dirs: dict[str, Path], tmp_pa
         _wait(driver, "const g = document.querySelector('.msviz-compare .js-plotly-plot');"
               "return g && g._fullLayout.xaxis.title.text === 'Wall time (s)'", timeout=60,
               what="the wall-time axis")
-        time.sleep(1.0)
-        lines = driver.execute_script(_LINES)
+        lines = _lines(driver, lambda lines: lines[0]["drawn"] == 2)
         assert lines[0]["drawn"] == 2, lines
         driver.save_screenshot(str(ARTIFACTS / "compare-by-time.png"))
         page = driver.page_source

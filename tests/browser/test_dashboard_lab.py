@@ -4,6 +4,7 @@ table and plot gain the trials, a decision edit shows its diff."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -34,10 +35,6 @@ BAD_TEXT = ("Error displaying widget", "Failed to load model class", "Click to s
 _wait = wait
 
 
-def _count(driver, selector: str) -> int:
-    return driver.execute_script(f"return document.querySelectorAll({selector!r}).length")
-
-
 def _click(driver, selector: str) -> None:
     driver.execute_script(f"document.querySelector({selector!r}).click()")
 
@@ -49,6 +46,21 @@ def _open_tab(driver, title: str) -> None:
             tab.click()
             return
     raise AssertionError(f"no tab {title!r}")
+
+
+def _rows_and_progress(driver, timeout: float = 60) -> tuple[int, str]:
+    """The trials table's rows and the progress line, once the line counts as many trials as
+    the table holds: they are separate widgets, which the page may update one after the other
+    (as fast as the host allows); after ``timeout``, as they are (the checks then fail)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows, progress = driver.execute_script(
+            "return [document.querySelectorAll('.msviz-tt tbody tr').length,"
+            " [...document.querySelectorAll('.msviz-dashboard .widget-html')]"
+            ".map(e => e.textContent.trim()).find(t => /^[0-9]+\\/[0-9]+ trials/.test(t))]")
+        if (progress or "").startswith(f"{rows}/") or time.monotonic() > deadline:
+            return rows, progress
+        time.sleep(0.3)
 
 
 def _state(driver) -> str:
@@ -67,7 +79,8 @@ def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
         _click(driver, ".msviz-dashboard .msviz-pause")
         _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
               "return e && e.textContent === 'paused'", timeout=240, what="paused")
-        rows_before = _count(driver, ".msviz-tt tbody tr")
+        rows_before, progress = _rows_and_progress(driver)
+        assert re.match(rf"{rows_before}/{MAX_TRIALS} trials", progress), progress
         _click(driver, ".msviz-dashboard .msviz-step-batch")
         # a batch asks for 8 and may get fewer: PickWithEpsGreedy (as the C++) drops a random
         # pick that a score pick of the same batch took (tests/engine/conftest.py batch_column)
@@ -75,13 +88,10 @@ def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
               f" > {rows_before}", timeout=240, what="the batch's rows in the table")
         _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
               "return e && e.textContent === 'paused'", timeout=120, what="paused again")
-        rows = _count(driver, ".msviz-tt tbody tr")
-        assert 1 <= rows - rows_before <= 8
         # the table holds every trial the progress line counts
-        progress = driver.execute_script(
-            "return [...document.querySelectorAll('.msviz-dashboard .widget-html')]"
-            ".map(e => e.textContent.trim()).find(t => /^[0-9]+\\/[0-9]+ trials/.test(t))")
+        rows, progress = _rows_and_progress(driver)
         assert re.match(rf"{rows}/{MAX_TRIALS} trials", progress), progress
+        assert 1 <= rows - rows_before <= 8
         # the plots show them: open the Plots tab and count each graph's points. Best so far
         # (a dot per trial; the step line has none), every trial by status, cost model
         # (every measured candidate has its predicted score): a point per row in each

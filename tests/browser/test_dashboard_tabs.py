@@ -69,6 +69,20 @@ def _has_data(graph: dict) -> bool:
         + graph["parcoords"] > 0
 
 
+def _settled_survey(driver, ready, timeout: float = 120) -> dict:
+    """The survey once ``ready(survey)`` holds and two surveys half a second apart agree (the
+    page draws a tab's plots after it opens, as fast as the host allows), or the survey as it
+    is after ``timeout`` (the checks then say what is missing)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        survey = _survey(driver)
+        if (ready(survey) and survey == last) or time.monotonic() > deadline:
+            return survey
+        last = survey if ready(survey) else None
+        time.sleep(0.5)
+
+
 def _toggle(driver, text: str) -> None:
     for button in driver.find_elements("css selector", ".msviz-dashboard .widget-toggle-button"):
         if button.text.strip() == text:
@@ -204,9 +218,24 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
             expected = _expected_graphs(tmp_path / "lab" / "wd")
             in_best_space = _best_space_trials(tmp_path / "lab" / "wd")
             assert expected["Best so far"]["points"] == 16
+            # importance reads the fastest trial's design space; with MIN_TOP (5) trials or
+            # fewer there every trial is a winner, and the bars say so above them
+            few = (f"all {in_best_space} trials of this design space count as winners: too "
+                   "few to tell sites apart") if in_best_space <= 5 else ""
+
+            def note(graph: dict) -> str:  # the one note a graph may show over its data
+                return few if graph["title"].startswith("Decision importance") else ""
+
+            def drawn_all(survey: dict) -> bool:  # what the checks below ask of a tab
+                drawn = {_title_key(g["title"]): g for g in survey["graphs"]}
+                return (all(_has_data(g) and g["note"] == note(g) for g in survey["graphs"])
+                        and all(m["options"] > 0 for m in survey["menus"])
+                        and not survey["errors"]
+                        and all({k: drawn[t][k] for k in counts} == counts
+                                for t, counts in expected.items() if t in drawn))
+
             for title in titles:
                 _open_tab(driver, title)
-                time.sleep(1.0)
                 if title == "Plots":
                     _wait(driver, "return document.querySelectorAll('.msviz-dashboard "
                           ".js-plotly-plot .scatterlayer .point').length >= 16",
@@ -224,14 +253,15 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
                     _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard "
                           "select')].some(s => s.offsetParent && s.options.length > 0)",
                           timeout=120, what="design spaces")
-                time.sleep(1.5)
-                survey = _survey(driver)
+                survey = _settled_survey(driver, drawn_all)
                 report[title] = survey
                 driver.save_screenshot(str(ARTIFACTS / f"tab-{title.lower().replace(' ', '-')}"
                                            ".png"))
                 if title == "Plots":
                     toggles = _check_toggles(driver)
                 if title == "Trials":  # select a trial for the trace and code tabs
+                    _wait(driver, "return document.querySelector('.msviz-tt tbody tr')",
+                          timeout=60, what="the trials table")
                     driver.find_element("css selector", ".msviz-tt tbody tr").click()
             (ARTIFACTS / "tabs-survey.json").write_text(
                 json.dumps({**report, "toggles": toggles}, indent=1))
@@ -249,10 +279,6 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
             # the edited schedule became record line 17, checked right (plain GMM: no trap)
             assert re.fullmatch(r"measured a new trial \(record line 17\): [0-9.]+ us; "
                                 r"result checked: right", measured), measured
-            # importance reads the fastest trial's design space; with MIN_TOP (5) trials or fewer
-            # there every trial is a winner, and the bars say so above them
-            few = (f"all {in_best_space} trials of this design space count as winners: too few "
-                   "to tell sites apart") if in_best_space <= 5 else ""
             importance = [g for g in report["Plots"]["graphs"]
                           if g["title"].startswith("Decision importance")]
             assert len(importance) == 1, report["Plots"]["graphs"]
@@ -260,8 +286,7 @@ def test_every_tab_after_live_session(tmp_path: Path) -> None:
             for tab, survey in report.items():
                 for graph in survey["graphs"]:
                     # data points, and no leftover "why no data yet" note over them
-                    allowed = few if graph["title"].startswith("Decision importance") else ""
-                    assert _has_data(graph) and graph["note"] == allowed, (tab, graph)
+                    assert _has_data(graph) and graph["note"] == note(graph), (tab, graph)
                 for menu in survey["menus"]:
                     assert menu["options"] > 0, (tab, menu)
                 assert survey["errors"] == [], (tab, survey["errors"])

@@ -5,7 +5,6 @@ to ``artifacts/tab-devices.png``."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from tests.browser.jupyterlab import lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
-from tests.browser.test_dashboard_tabs import _has_data, _survey
+from tests.browser.test_dashboard_tabs import _has_data, _settled_survey
 
 pytestmark = pytest.mark.browser
 
@@ -44,13 +43,12 @@ def test_devices_tab_after_a_session_over_rpc(tmp_path: Path) -> None:
         _open_tab(driver, "Devices")
         _wait(driver, "return document.querySelectorAll('.msviz-dashboard "
               ".js-plotly-plot .barlayer .point').length >= 1", timeout=60, what="bars")
-        time.sleep(1.5)
-        survey = _survey(driver)
+        survey = _settled_survey(driver, lambda survey: not survey["errors"] and any(
+            _has_data(g) and not g["note"] for g in survey["graphs"]))
         driver.save_screenshot(str(ARTIFACTS / "tab-devices.png"))
         (ARTIFACTS / "devices-survey.json").write_text(json.dumps(survey, indent=1))
-        text = driver.execute_script(
-            "return document.querySelector('.msviz-devices').closest('.widget-html')"
-            ".textContent")
+        text = _wait(driver, "const e = document.querySelector('.msviz-devices');"
+                     "return e && e.closest('.widget-html').textContent", what="the summary")
         assert "Tracker" in text and "lab-fleet" in text
         assert text.count("127.0.0.1:") >= 3  # the tracker and both servers
         assert [g for g in survey["graphs"] if _has_data(g) and not g["note"]], survey

@@ -66,8 +66,11 @@ def test_importance_and_rerun_in_jupyterlab(tmp_path: Path) -> None:
         _wait(driver, "return document.querySelector('.msviz-importance .msviz-compare "
               ".js-plotly-plot .scatterlayer .js-line')", timeout=400,
               what="the comparison of the re-run")
-        status = driver.execute_script(
-            "return document.querySelector('.msviz-rerun-status').innerText")
+        # the status is its own widget, set after the comparison: the page may show it later
+        # ("re-run <how it ended>: ...", where "re-running ..." said how far it was)
+        status = _wait(driver, "const e = document.querySelector('.msviz-rerun-status');"
+                       "return e && e.innerText.startsWith('re-run ') && e.innerText",
+                       timeout=60, what="the re-run's end in its status")
         assert "re-run finished" in status and "to within 5% of the best" in status, status
         table = driver.execute_script(
             "return document.querySelector('.msviz-importance .msviz-compare-table').innerText")

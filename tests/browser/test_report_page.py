@@ -19,18 +19,21 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 @pytest.mark.parametrize("key", ["GMM", "C2D", "SFM"])
 def test_report_renders_offline(stock_work_dirs: dict[str, Path], tmp_path: Path, key: str) -> None:
     report = write_report(stock_work_dirs[key], tmp_path / f"report-{key}.html")
+    ok = int((msviz.open(stock_work_dirs[key]).trials["status"] == "ok").sum())
     with chromium(offline=True) as driver:
         driver.get(report.as_uri())
-        deadline = time.time() + 30
+        # plotly draws the figures one after the other once the page loads, as fast as the host
+        # allows: wait (generously) for every successful trial's point, then check
+        deadline = time.monotonic() + 120
         plots: list = []
-        while time.time() < deadline and not plots:
-            plots = driver.find_elements("css selector", ".js-plotly-plot .main-svg")
+        points = 0
+        while time.monotonic() < deadline and not (plots and points >= ok):
             time.sleep(0.2)
+            plots = driver.find_elements("css selector", ".js-plotly-plot .main-svg")
+            points = driver.execute_script(
+                "return document.querySelectorAll('.js-plotly-plot .scatterlayer .point')"
+                ".length")
         assert plots, "the plotly figure did not render"
-        points = driver.execute_script(
-            "return document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length"
-        )
-        ok = int((msviz.open(stock_work_dirs[key]).trials["status"] == "ok").sum())
         assert points >= ok > 0  # every successful trial is drawn
         assert "Best so far" in driver.page_source
         ARTIFACTS.mkdir(exist_ok=True)

@@ -56,28 +56,33 @@ def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
               ".some(t => t.textContent.includes('Tasks'))", timeout=900, what="the Tasks tab")
         _open_tab(driver, "Tasks")
 
+        drawn = ("const g = document.querySelector('.msviz-time-to-quality .js-plotly-plot');"
+                 "const n = g && g.offsetParent ? g.querySelectorAll('.scatterlayer .point')"
+                 ".length : 0;")
+
         def points() -> int:
-            return driver.execute_script(
-                "const g = document.querySelector('.msviz-time-to-quality .js-plotly-plot');"
-                "return g && g.offsetParent ? g.querySelectorAll('.scatterlayer .point').length"
-                " : 0")
+            return driver.execute_script(drawn + "return n")
 
         # the session ran one batch and paused: the untuned model and that batch
         _wait(driver, "return document.querySelector('.msviz-time-to-quality .js-plotly-plot "
               ".scatterlayer .point')", timeout=600, what="the curve's first points")
         _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
               "return e && e.textContent.includes('paused')", timeout=120, what="the pause")
-        time.sleep(1.0)
+        # plotly draws the points after the first one appears, as fast as the host allows
+        _wait(driver, drawn + "return n >= 2", timeout=60, what="the curve's two points")
         assert points() == 2
-        # live: each step adds a point while the tab shows
+        # live: each step adds a point while the tab shows; the next step only once the session
+        # paused after the last (a step while it still runs that batch would merge into it)
         for want in (3, 4):
+            _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
+                  "return e && e.textContent.includes('paused')", timeout=120, what="the pause")
             _click(driver, ".msviz-dashboard .msviz-step-batch")
             _wait(driver, "const g = document.querySelector('.msviz-time-to-quality "
                   f".js-plotly-plot'); return g && g._fullData[0].x.length === {want}",
                   timeout=600, what=f"point {want} of the live curve")
         _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
               "return e && e.textContent.includes('paused')", timeout=120, what="the pause")
-        time.sleep(1.5)
+        _wait(driver, drawn + "return n >= 4", timeout=60, what="the live curve's four points")
         live = driver.execute_script(_CURVES, ".msviz-time-to-quality")
         state = _state(driver)
         driver.save_screenshot(str(ARTIFACTS / "time-to-quality-live.png"))

@@ -88,7 +88,10 @@ def test_watchdog_replaces_a_runner_that_stops_answering() -> None:
     wl = workloads.get("GMM-0")
     sch = compat.Schedule(wl.mod)
     args = compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True)
-    m = Measurer(compat.make_target("llvm"), runner_timeout=1.0, watchdog_slack=3.0,
+    # The watchdog's deadline is read at each run: generous (60 s of slack) while a worker
+    # starts (a process importing TVM: seconds on a loaded host), short only for the run that
+    # hangs, which no deadline would see end
+    m = Measurer(compat.make_target("llvm"), runner_timeout=5.0, watchdog_slack=60.0,
                  evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
     try:
         built = m.build([sch.mod])
@@ -100,9 +103,11 @@ def test_watchdog_replaces_a_runner_that_stops_answering() -> None:
         assert stuck
         os.kill(stuck[0], signal.SIGSTOP)  # a worker that never answers again
         old_runner = m.runner
+        m.watchdog_slack = 3.0  # deadline (5 + 1) + 3 s
         hung = m.run(built, [args])[0]
         assert not hung.ok and "watchdog" in hung.error and hung.error_kind == "infra"
         assert m.runner is not old_runner and m.pools_replaced == 1
+        m.watchdog_slack = 60.0
         again = m.run(built, [args])[0]  # the replacement pool works
         assert again.ok
         m.cleanup(built)

@@ -20,25 +20,37 @@ SEARCH = {"EvoSearch/SampleInitPopulation", "EvoSearch/Evolve/PredictNormalizedS
 
 
 def test_nested_timers_count_each_second_once() -> None:
+    # Real sleeps, checked between bounds that hold on any host: a stage is at least what it
+    # slept (sleep never wakes early) and at most what the test's own clock saw around it (a
+    # loaded host may oversleep, or stall between the lines, by any amount)
+    eps = 1e-3  # clock granularity
+    before = time.perf_counter()
     profile = Profile()
-    start = time.perf_counter()
+    a = time.perf_counter()
     with profile.timeit("outer"):
         time.sleep(0.05)
+        b = time.perf_counter()
         with profile.timeit("inner"):
             time.sleep(0.10)
+        c = time.perf_counter()
         time.sleep(0.05)
+    d = time.perf_counter()
     time.sleep(0.03)  # no timer: "other"
+    e = time.perf_counter()
     row = profile.close("T", 0)
-    wall = time.perf_counter() - start
+    f = time.perf_counter()
     stages = row["stages"]
     assert set(stages) == {"outer", "inner", OTHER}
-    assert stages["inner"] == pytest.approx(0.10, abs=0.03)
-    assert stages["outer"] == pytest.approx(0.10, abs=0.03)  # without the inner 0.10
-    assert stages[OTHER] == pytest.approx(0.03, abs=0.03)
+    assert 0.10 - eps <= stages["inner"] <= c - b
+    # the outer stage without the inner one: its own two sleeps, and what the inner one took
+    # out of the time the test saw around the outer one (counted twice, it would not fit)
+    assert 0.10 - eps <= stages["outer"] <= (d - a) - stages["inner"]
+    # other: the sleep outside the timers, and at most the wall less the timed sleeps
+    assert 0.03 - eps <= stages[OTHER] <= (f - before) - 0.20 + eps
     assert sum(stages.values()) == pytest.approx(row["wall"], rel=1e-9)
-    assert row["wall"] == pytest.approx(wall, abs=0.01)
+    assert 0.23 - eps <= row["wall"] <= f - before
     again = profile.close("T", None)  # the next row starts where the last one closed
-    assert again["wall"] < 0.01 and again["batch"] is None
+    assert 0 <= again["wall"] <= time.perf_counter() - e and again["batch"] is None
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +70,11 @@ def test_profile_sums_to_the_session_wall_time(profiled: Any) -> None:
     wall = events[-1].time - started  # "started" to "finished"
     profile = profiled.profile
     assert list(profile.columns) == ["task", "batch", "stage", "seconds"]
-    # the rows tile the run from "started" to "finished": only the moments between emitting
-    # "started" and the first timer, and the last timer and "finished", are outside
-    assert profile["seconds"].sum() == pytest.approx(wall, abs=0.1)
+    # the rows tile the run from "started" to "finished": only the moments between the clock's
+    # start and "started" (taking the work dir's lock), and the last row and "finished", differ;
+    # file I/O: milliseconds, but a loaded host may stall it (0.3 s, or 2% of a run slowed
+    # down that much, leaves room for that; a stage left out or counted twice is seconds)
+    assert profile["seconds"].sum() == pytest.approx(wall, rel=0.02, abs=0.3)
     by_stage = profile.groupby("stage")["seconds"].sum()
     assert all(by_stage.get(stage, 0) > 0 for stage in SEARCH), by_stage
     assert by_stage["SendToBuilder"] > 0 and by_stage["SendToRunner"] > 0

@@ -17,11 +17,16 @@ from msviz.records import database as db_files
 from tests.engine.conftest import batch_column
 
 CHILD = """
-import sys
+import pathlib, sys, time
 from msviz.engine import Session
 s = Session("GMM-0", work_dir=sys.argv[1], max_trials=int(sys.argv[2]), trials_per_batch=4,
             population_size=16, init_min_unmeasured=8, genetic_num_iters=1, seed=5,
             evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
+def hold(event):  # the worker, mid-run: batch 2 built, not measured; held till the kill
+    if event.kind == "built" and event["batch"] == 2:
+        pathlib.Path(sys.argv[3]).touch()
+        time.sleep(3600)
+s.subscribe(hold)
 s.start()
 s.wait()
 """
@@ -40,23 +45,25 @@ def _records(work_dir: Path) -> list[tuple[int, Any]]:
 
 def test_kill_9_then_resume_loses_nothing(tmp_path: Path, tiny_session: Any) -> None:
     wd = tmp_path / "wd"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(wd), "16"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # the child holds its worker once batch 2 is built (8 trials measured, 8 to go), so the kill
+    # lands mid-run however fast the host (racing a poll against the run could miss it)
+    held, err = tmp_path / "held", tmp_path / "child.err"
+    with open(err, "wb") as stderr:  # a file: a pipe nobody reads while it runs could fill up
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(wd), "16", str(held)],
+                                 stdout=subprocess.DEVNULL, stderr=stderr)
     try:
-        deadline = time.time() + 240
-        while time.time() < deadline and child.poll() is None:
-            path = wd / db_files.RECORD_FILE
-            if path.is_file() and path.read_bytes().count(b"\n") >= 5:
-                break
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and child.poll() is None and not held.exists():
             time.sleep(0.05)
-        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        assert child.poll() is None, err.read_text()[-2000:]
+        assert held.exists(), "the child did not reach batch 2 in 600 s"
         os.kill(child.pid, signal.SIGKILL)
         child.wait(30)
     finally:
         if child.poll() is None:
             child.kill()
     before = _records(wd)
-    assert 5 <= len(before) < 16
+    assert 2 <= len(before) <= 8  # batches 0 and 1 (a batch may pick fewer than it asks for)
     session = tiny_session(wd, max_trials=16, resume=True, seed=6)
     session.start()
     assert session.wait(300) == "finished"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -54,16 +54,20 @@ def test_the_local_runner_names_deaths() -> None:
 
 def test_a_session_survives_killed_workers(tmp_path: Path) -> None:
     session = make_tiny_session(tmp_path / "wd", max_trials=16)
-    session.start()
     me, killed = psutil.Process(), []
-    deadline = time.time() + 240
-    while session.state in ("idle", "running") and time.time() < deadline:
-        workers = [p for p in me.children(recursive=True) if _is_worker(p)]
-        if workers and len(killed) < 2 and session.trials_done >= 4 * (len(killed) + 1):
-            os.kill(workers[-1].pid, signal.SIGKILL)
-            killed.append(workers[-1].pid)
-        time.sleep(0.1)
-    assert session.wait(300) == "finished", session.end_reason
+
+    def kill_a_worker(event: Any) -> None:
+        # on the session's worker thread, as batches 0 and 1 end (4 and 8 of 16 trials): the
+        # run cannot finish before the kills, however fast the host (a poll could miss them)
+        if event.kind == "measured" and len(killed) < 2:
+            workers = [p for p in me.children(recursive=True) if _is_worker(p)]
+            if workers:
+                os.kill(workers[-1].pid, signal.SIGKILL)
+                killed.append(workers[-1].pid)
+
+    session.subscribe(kill_a_worker)
+    session.start()
+    assert session.wait(600) == "finished", session.end_reason
     assert len(killed) == 2
     trials = session.trials
     assert session.trials_done == 16 == len(trials)

@@ -188,8 +188,8 @@ def test_a_zero_tile_factor_is_refused_not_a_crash(
     stock_work_dirs: dict[str, Path], tmp_path: Path
 ) -> None:
     """TVM replaying a SamplePerfectTile decision with a 0 factor dies (SIGFPE); msviz says
-    which line and instruction instead, in a trial, ``msviz.database`` and a resumed session's
-    database. Read in a child process, so a crash fails this test, not the suite."""
+    which line and instruction instead, in a trial and in ``msviz.database``. Read in a child
+    process, so a crash fails this test, not the suite."""
     import subprocess
     import sys
 

@@ -64,7 +64,7 @@ def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     stored = session.trials["timestamp"].min().timestamp()
     dash.plots.x_axis.value = "time"
     assert min(dash.plots.history.data[0].x) == pytest.approx(stored - started, abs=1e-3)
-    assert stored - started > 0.1
+    assert stored - started > 0.01  # told apart from 0 s (by more than the 1e-3 above)
     dash.plots.x_axis.value = "trial"
 
     # selecting a row anywhere selects it everywhere
@@ -98,7 +98,7 @@ def test_dashboard_drives_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     mean_us = 1e6 * sum(result["run_secs"]) / len(result["run_secs"])
     said = (f"measured a new trial (record line 17): {mean_us:.1f} us; "
             "result checked: right")
-    deadline = time.time() + 10  # the future's callback runs after result() wakes us
+    deadline = time.time() + 60  # the future's callback runs after result() wakes us
     while dash.trace_view.status.value != said and time.time() < deadline:
         time.sleep(0.05)
     assert dash.trace_view.status.value == said
@@ -168,20 +168,24 @@ def test_adapter_batches_on_the_loop() -> None:
     worker = threading.Thread(target=engine)
     worker.start()
     worker.join()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while len(got) < 1000 and time.monotonic() < deadline:
         time.sleep(0.05)
     elapsed = time.monotonic() - start
     assert [e.data["message"] for e in got] == [str(i) for i in range(1000)]
     assert threads == {loop_thread.ident}
     assert 1 <= adapter.deliveries <= elapsed * 10 + 2
-    # a state change right after a delivery is not held back by the rate limit
+    # a state change right after a delivery is not held back by the rate limit: with a limit
+    # of one delivery an hour, a chatty event waits its hour, and the state change that follows
+    # takes it along at once (seen within a minute, on any host)
+    adapter.min_interval = 3600.0
     log.emit("log", "t", message="chatty")
-    emitted = time.monotonic()
     log.emit("paused", "t")
-    while got[-1].kind != "paused" and time.monotonic() - emitted < 5:
-        time.sleep(0.001)
-    assert got[-1].kind == "paused" and time.monotonic() - emitted < 0.05
+    deadline = time.monotonic() + 60
+    while got[-1].kind != "paused" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [(e.kind, e.data.get("message")) for e in got[-2:]] == [("log", "chatty"),
+                                                                   ("paused", None)]
     loop.call_soon_threadsafe(loop.stop)
     loop_thread.join(5)
     adapter.close()
