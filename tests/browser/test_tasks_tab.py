@@ -15,12 +15,26 @@ import msviz
 from tests.browser.jupyterlab import lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
-from tests.browser.test_dashboard_tabs import _survey
+from tests.browser.test_dashboard_tabs import _has_data, _settled_survey
 from tests.conftest import MODEL_TASKS
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+
+
+def _settled(read, ready, timeout: float = 120):
+    """``read()`` once ``ready`` holds for it and two reads half a second apart agree (the page
+    draws as fast as the host allows), or as it is after ``timeout`` (the checks then say what
+    is missing)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        value = read()
+        if (ready(value) and value == last) or time.monotonic() > deadline:
+            return value
+        last = value if ready(value) else None
+        time.sleep(0.5)
 
 _GRAPHS = """
 const graphs = [...document.querySelectorAll('.msviz-tasks-view .js-plotly-plot')]
@@ -82,8 +96,8 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
             _open_tab(driver, "Tasks")
             _wait(driver, "return document.querySelectorAll('.msviz-tasks-view .js-plotly-plot "
                   ".scatterlayer .point').length > 0", timeout=60, what="the task plots")
-            time.sleep(1.5)
-            graphs = driver.execute_script(_GRAPHS)
+            graphs = _settled(lambda: driver.execute_script(_GRAPHS), lambda gs: {
+                g["title"]: g["points"] for g in gs}.get("Trials per task") == len(trials))
             report["graphs"] = graphs
             rows = driver.execute_script(
                 "return [...document.querySelectorAll('.msviz-tasks tr.msviz-task-row')]"
@@ -101,7 +115,7 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
             _focus(driver, "matmul")
             _wait(driver, "return document.querySelector('.msviz-tasks tr.msviz-focused')",
                   timeout=30, what="the focused row")
-            time.sleep(1.0)
+            _settled(lambda: driver.execute_script(_GRAPHS), lambda gs: bool(gs))
             driver.save_screenshot(str(ARTIFACTS / "tab-tasks-focused.png"))
             _open_tab(driver, "Trials")
             mine = int((trials["task"] == "matmul").sum())
@@ -113,16 +127,16 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
             assert all("matmul" in c and "matmul1" not in c for c in cells), cells
             driver.save_screenshot(str(ARTIFACTS / "tab-tasks-trials-focused.png"))
             _open_tab(driver, "Plots")
-            time.sleep(2.0)
-            survey = _survey(driver)
+            survey = _settled_survey(driver, lambda sv: sv["graphs"] and all(
+                _has_data(g) or g["note"] for g in sv["graphs"]))
             report["plots"] = survey
             driver.save_screenshot(str(ARTIFACTS / "tab-tasks-plots-focused.png"))
             assert survey["errors"] == []
             _open_tab(driver, "Code")
-            time.sleep(1.0)
             best = int(ok[ok["task"] == "matmul"].sort_values("latency_us").iloc[0]["trial"])
-            code = driver.execute_script(
-                "return document.querySelector('.msviz-dashboard').textContent")
+            code = _settled(lambda: driver.execute_script(
+                "return document.querySelector('.msviz-dashboard').textContent"),
+                lambda text: f"trial {best}" in text)
             assert f"trial {best}" in code
             driver.save_screenshot(str(ARTIFACTS / "tab-tasks-code-focused.png"))
             page = driver.page_source
@@ -162,10 +176,10 @@ def test_tasks_tab_shows_the_model_profile(tmp_path: Path) -> None:
             _open_tab(driver, "Tasks")
             _wait(driver, "return document.querySelectorAll('.msviz-tasks-view .js-plotly-plot "
                   ".barlayer .point').length > 0", timeout=60, what="the model profile bars")
-            time.sleep(1.5)
+            _settled(lambda: driver.execute_script(_BARS), lambda gs: bool(gs))
             driver.execute_script(
                 "document.querySelector('.msviz-model-profile').scrollIntoView()")
-            time.sleep(0.5)
+            time.sleep(0.5)  # the scroll, before the screenshot only
             driver.save_screenshot(str(ARTIFACTS / "tab-tasks-model-profile.png"))
             rows = driver.execute_script(
                 "return [...document.querySelectorAll('.msviz-model-profile tr."

@@ -6,7 +6,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import msviz
@@ -33,7 +33,7 @@ def brute_force_tiles(extent: int, n: int, max_inner: int) -> set[tuple[int, ...
     }
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(extent=st.integers(1, 24), n=st.integers(1, 3), max_inner=st.sampled_from([-1, 1, 2, 4, 64]))
 def test_perfect_tiles_equal_brute_force(extent, n, max_inner):
     got = list(perfect_tiles(extent, n, max_inner))
