@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import tvm
 
 from msviz import compat
 from msviz.trace.source import resolve_trace
@@ -101,7 +102,7 @@ def _render_input(value: Any, names: dict[Any, str]) -> Any:
         return value.value
     if isinstance(value, (list, tuple)) or type(value).__name__ in ("Array", "List"):
         return [_render_input(v, names) for v in value]
-    if isinstance(value, compat.tir.PrimExpr):
+    if isinstance(value, tvm.ir.Expr):  # TVM 0.27: prim expressions derive from it
         return _rename_expr(value, names)
     return str(value)
 

@@ -48,3 +48,33 @@ def test_trace_python_can_stop_at_postproc(gmm_best):
     short = trace_python(gmm_best, remove_postproc=True).splitlines()
     assert len(short) < len(full)
     assert "enter_postproc" not in "\n".join(short)
+
+
+def test_a_tensor_core_sketch_has_rows_for_its_index_maps_and_open_factors() -> None:
+    """An fp16 matmul's sm_80 design space (stock's rules: tensor cores) holds TransformLayout
+    with an IndexMap and Split with a None factor: both render as their text."""
+    import tvm
+    from tvm import te
+
+    from msviz import compat
+
+    a = te.placeholder((128, 128), "float16", name="A")
+    b = te.placeholder((128, 128), "float16", name="B")
+    k = te.reduce_axis((0, 128), "k")
+    c = te.compute((128, 128), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+    target = compat.make_target({"kind": "cuda", "arch": "sm_80", "max_threads_per_block": 1024,
+                                 "max_shared_memory_per_block": 49152, "thread_warp_size": 32,
+                                 "registers_per_block": 65536})
+    compat.register_tensor_intrins()
+    ctx = compat.ms.TuneContext(mod=mod, target=target, task_name="tc", num_threads=1,
+                                space_generator=compat.ms.space_generator.PostOrderApply())
+    trace = ctx.generate_design_space()[0].trace
+    rows = trace_rows(trace)
+    insts = list(trace.insts)
+    assert len(rows) == len(insts)
+    layout = next(i for i, inst in enumerate(insts) if inst.kind.name == "TransformLayout")
+    assert rows.loc[layout, "inputs"][1] == "T.index_map(lambda v_i, v_k: (v_i, v_k))"
+    split = next(i for i, inst in enumerate(insts)
+                 if inst.kind.name == "Split" and inst.inputs[1] is None)
+    assert rows.loc[split, "inputs"][1:] == [None, 16]
