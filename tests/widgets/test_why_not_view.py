@@ -15,12 +15,13 @@ from msviz.widgets import Dashboard
 from msviz.widgets.design_space_view import DesignSpaceView
 from msviz.widgets.why_not_view import WhyNotView, parse_want
 
-#: MetaSchedule's llvm postprocs, in order: on a VNNI CPU (the host, "llvm", may be one) its
-#: tensorize postproc comes after RewriteReductionBlock (GMM-0 is not tensorized: it runs and
-#: finds nothing to do); on other CPUs there is none.
+#: MetaSchedule's llvm postprocs, in order: on a VNNI or AVX-512 CPU (rule kind vnni or
+#: avx512; the host, "llvm", may be one) its tensorize postproc comes after
+#: RewriteReductionBlock (GMM-0 is not tensorized: it runs and finds nothing to do); on other
+#: CPUs there is none.
 POSTPROCS = ("DisallowDynamicLoop", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock",
-             *(("RewriteTensorize",) if compat.target_has_features(
-                 compat.make_target("llvm"), ("avx512vnni",)) else ()),
+             *(("RewriteTensorize",) if compat.rule_kind("llvm") in ("vnni", "avx512")
+               else ()),
              "RewriteLayout")
 
 
