@@ -25,6 +25,8 @@ __all__ = [
     "SIDECAR_COLUMNS",
     "STATUSES",
     "TRIAL_COLUMNS",
+    "UNSCHEDULED_ERROR",
+    "fail_unscheduled",
     "gflops",
     "iso_timestamp",
     "log_time",
@@ -93,6 +95,23 @@ STATUSES = (
 )
 
 _INT_COLUMNS = ("batch", "generation", "iteration", "design_space", "parent", "ancestor_line")
+
+
+#: The error text of a measured record whose trace holds no schedule instruction.
+UNSCHEDULED_ERROR = ("its trace holds no schedule instruction (nothing before EnterPostproc): "
+                     "MetaSchedule's database never picks it (TuningRecord.IsValid is false)")
+
+
+def fail_unscheduled(unscheduled: Any, lines: Sequence[int], status: list, latency: list,
+                     errors: list) -> None:
+    """Mark (in place) the measured trials whose record line is in ``unscheduled`` failed, with
+    :data:`UNSCHEDULED_ERROR`: stock never picks them."""
+    if not unscheduled:
+        return
+    for i, line in enumerate(lines):
+        if line in unscheduled and status[i] == "ok":
+            status[i], latency[i] = "failed", math.nan
+            errors[i] = errors[i] or UNSCHEDULED_ERROR
 
 
 def valid_run_secs(run_secs: Sequence[float] | None) -> bool:

@@ -27,18 +27,13 @@ from msviz.records.environment import environments
 from msviz.records.migrated import migrate_on_read
 from msviz.records.model_profile import run_model_profile
 from msviz.records.profile import batches_from_logs, profile_frame
-from msviz.records.row import TRIAL_COLUMNS
+from msviz.records.row import TRIAL_COLUMNS, UNSCHEDULED_ERROR
 from msviz.records.sidecar import Sidecar, read_sidecar
 from msviz.records.tasks import TASK_COLUMNS, tasks_frame
 from msviz.workloads import flop_count
 
-__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "Run", "Trial", "check_work_dir",
-           "open_work_dir", "tasks_frame"]
-
-#: The error text of a measured record whose trace holds no schedule instruction.
-UNSCHEDULED_ERROR = ("its trace holds no schedule instruction (nothing before EnterPostproc): "
-                     "MetaSchedule's database never picks it (TuningRecord.IsValid is false)")
-
+__all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "UNSCHEDULED_ERROR", "Run",
+           "Trial", "check_work_dir", "open_work_dir", "tasks_frame"]
 
 @dataclass
 class Trial:
@@ -382,11 +377,7 @@ class Run:
                 errors.append(entry.error if entry else None)
         latency = [trial_row.mean_latency_us(secs) for secs in run_secs]
         status = [trial_row.status(*args) for args in zip(run_secs, kinds, errors)]
-        if records.unscheduled:  # measured, but stock never picks them: failed, and why
-            for i, line in enumerate(lines):
-                if line in records.unscheduled and status[i] == "ok":
-                    status[i], latency[i] = "failed", math.nan
-                    errors[i] = errors[i] or UNSCHEDULED_ERROR
+        trial_row.fail_unscheduled(records.unscheduled, lines, status, latency, errors)
         data: dict[str, list] = {
             "task": [self._task_names[w] for w in workloads],
             "trial": list(range(len(lines))),
