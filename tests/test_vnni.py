@@ -197,8 +197,10 @@ def test_an_edited_schedule_is_checked_when_remeasured(tmp_path: Path) -> None:
                               want)
     session = msviz.Session("I8DU-0", work_dir=tmp_path / "wd", **TINY)
     wrong = session.remeasure(trap, repeats=1).result(timeout=300)
-    plain = session.remeasure(compat.Schedule(workloads.get("I8DU-0").mod), repeats=1
-                              ).result(timeout=300)
+    untouched = compat.Schedule(workloads.get("I8DU-0").mod)
+    # one instruction, so the record is one stock's database may pick (TuningRecord::IsValid)
+    untouched.get_sblock("root")
+    plain = session.remeasure(untouched, repeats=1).result(timeout=300)
     assert (wrong["line"], wrong["new_trial"], wrong["check"]) == (1, True, "wrong")
     assert wrong["run_secs"] is None and wrong["error"].startswith("wrong result")
     assert (plain["line"], plain["new_trial"], plain["check"], plain["error"]) == (
