@@ -26,6 +26,7 @@ from msviz.records.bundle import write_bundle as bundle
 from msviz.records.many import open_many
 from msviz.records.merge import database, merge
 from msviz.records.migrate import migrate_work_dir as migrate
+from msviz.records.paired import compare_models
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
 from msviz.version import __version__ as __version__
@@ -46,6 +47,7 @@ __all__ = [
     "WriteError",
     "bundle",
     "compare",
+    "compare_models",
     "dashboard",
     "database",
     "decision_sites",

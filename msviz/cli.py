@@ -19,9 +19,16 @@ from msviz.compat import describe_target, make_target
 from msviz.engine import Session
 from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
-from msviz.engine.options import MAX_SEED, MAX_TRIALS_PER_BATCH
+from msviz.engine.options import (
+    MAX_SEED,
+    MAX_TRIALS_PER_BATCH,
+    TIME_ONLY_MAX_TRIALS,
+    duration_text,
+    parse_duration,
+)
 from msviz.engine.reproduce import reproduce
 from msviz.engine.search.presets import KNOB_LIMITS
+from msviz.engine.task_scheduler.kinds import SCHEDULERS
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
 from msviz.records.bundle import write_bundle
@@ -139,11 +146,15 @@ class Progress:
         else:
             best_text = f"model ~{best_us:.2f} us"
         done = min(session.trials_done, session.max_trials)
-        width = 20
-        fill = int(width * done / max(1, session.max_trials))
-        bar = "#" * fill + "." * (width - fill)
+        width, share = 20, done / max(1, session.max_trials)
+        limit, elapsed = session.config.max_seconds, time.perf_counter() - self.start
+        if limit is not None:  # the budget nearer its end fills the bar
+            share = max(share if session.max_trials != TIME_ONLY_MAX_TRIALS else 0.0,
+                        min(1.0, elapsed / limit))
+        bar = "#" * int(width * share) + "." * (width - int(width * share))
         stage = stage_text(session.events.snapshot(), session.state)
-        return (f"[{bar}] {done}/{session.max_trials} trials "
+        total = "" if session.max_trials == TIME_ONLY_MAX_TRIALS else f"/{session.max_trials}"
+        return (f"[{bar}] {done}{total} trials "
                 f"[{time.perf_counter() - self.start:6.1f} s] {session.state:<8} {stage:<18} "
                 f"best {best_text}")
 
@@ -203,21 +214,25 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
         extra["max_trials_per_task"] = args.trials_per_task
     if getattr(args, "task_scheduler", None) is not None:
         extra["task_scheduler"] = args.task_scheduler
+    if getattr(args, "time_per_task", None) is not None:
+        extra["max_seconds_per_task"] = args.time_per_task
+    trials = args.trials if args.trials is not None or args.time else args.default_trials
     session = Session(args.workload, target=args.target, work_dir=args.work_dir,
-                      max_trials=args.trials, trials_per_batch=args.batch, seed=args.seed,
+                      max_trials=trials, max_seconds=args.time, trials_per_batch=args.batch,
+                      seed=args.seed,
                       strategy=args.strategy, preset=args.preset, resume=args.resume,
                       evaluator_config=evaluator, **extra, **_runner(args), **_builder(args),
                       **knobs)
     if session.model is not None:
         model = session.model
         print(f"msviz: tuning model {model.name} ({model.description}): {len(session.tasks)} "
-              f"tasks on {describe_target(session.target)}, {args.trials} trials, "
+              f"tasks on {describe_target(session.target)}, {budget_text(session)}, "
               f"work dir {session.work_dir}")
         print(format_task_table(session.task_table()))
     else:
         workload = session.workload
         print(f"msviz: tuning {workload.name} ({workload.description}) on "
-              f"{describe_target(session.target)}, {args.trials} trials, "
+              f"{describe_target(session.target)}, {budget_text(session)}, "
               f"work dir {session.work_dir}")
     progress = Progress(session)
     changes: list[str] = []
@@ -318,8 +333,12 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str | None) -> None:
-    parser.add_argument("--trials", type=_count(1), default=trials,
-                        help=f"trial budget ({trials})")
+    parser.add_argument("--trials", type=_count(1), default=None,
+                        help=f"trial budget (default {trials}; none of its own with --time)")
+    parser.add_argument("--time", type=_seconds, default=None, metavar="DURATION",
+                        help="time budget: seconds, or 90s, 20m, 1h30m (max_seconds); with "
+                        "--trials too, the first reached ends tuning")
+    parser.set_defaults(default_trials=trials)
     parser.add_argument("--batch", type=_count(1, MAX_TRIALS_PER_BATCH), default=16,
                         help="trials per batch (default 16)")
     parser.add_argument("--seed", type=_count(0, MAX_SEED), default=1)
@@ -362,11 +381,21 @@ def _count(low: int, high: int | None = None) -> Any:
     return count
 
 
+def budget_text(session: Session) -> str:
+    """The session's budgets in words: ``64 trials``, ``20m`` or ``640 trials or 20m``."""
+    parts = [] if session.max_trials == TIME_ONLY_MAX_TRIALS else [
+        f"{session.max_trials} trials"]
+    if session.config.max_seconds is not None:
+        parts.append(duration_text(session.config.max_seconds))
+    return " or ".join(parts)
+
+
 def _seconds(text: str) -> float:
     try:
-        value = float(text)
+        value = parse_duration(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration (seconds, or 90s, 20m, 1h30m)") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
     return value
@@ -422,7 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     _tune_flags(tune, trials=64, work_dir=None)
     tune.add_argument("--trials-per-task", type=_count(1),
                       help="a model's per-task budget (max_trials_per_task; default none)")
-    tune.add_argument("--task-scheduler", choices=["gradient", "round-robin"],
+    tune.add_argument("--time-per-task", type=_seconds, metavar="DURATION",
+                      help="a model's per-task time budget (max_seconds_per_task)")
+    tune.add_argument("--task-scheduler", choices=list(SCHEDULERS),
                       help="which task gets the next batch (default gradient)")
     tune.add_argument("--population-size", type=_count(1, KNOB_LIMITS["population_size"]),
                       help="evolutionary population (512)")

@@ -10,7 +10,8 @@ jobs, and hands back their results as JSON:
 
 * ``{"kind": "time", "build": name, "number": n, "repeat": r}``: one untimed run, then
   ``time_evaluator`` (``number`` runs, ``repeat`` times; fewer for a build whose first run says
-  they would take over :data:`TIMING_BUDGET_S`); gives ``us`` (the median repeat, µs a run),
+  they would take over :data:`TIMING_BUDGET_S`, unless ``"budget": false``; optional
+  ``min_repeat_ms``, default 0); gives ``us`` (the median repeat, µs a run),
   ``number``, ``repeat``.
 * ``{"kind": "calls", "build": name, "runs": r}``: each VM call timed through the instrument hook
   (:func:`time_calls`); gives ``times`` (per symbol, µs of each call), ``hook_us``, ``runs``.
@@ -120,13 +121,17 @@ def time_calls(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, runs
 
 
 def time_run_us(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, number: int,
-                repeat: int) -> tuple[float, int, int]:
+                repeat: int, min_repeat_ms: int = 0, budget: bool = True
+                ) -> tuple[float, int, int]:
     """One untimed run, then the median of ``repeat`` ``time_evaluator`` timings of ``number``
-    runs each (fewer to fit :data:`TIMING_BUDGET_S`): ``(µs a run, number, repeat)``."""
+    runs each (fewer to fit :data:`TIMING_BUDGET_S` with ``budget``): ``(µs a run, number,
+    repeat)``."""
     tic = time.perf_counter()
     vm[func_name](*inputs)
-    number, repeat = timing_runs(time.perf_counter() - tic, number, repeat)
-    timer = vm.time_evaluator(func_name, dev, number=number, repeat=repeat, min_repeat_ms=0)
+    if budget:
+        number, repeat = timing_runs(time.perf_counter() - tic, number, repeat)
+    timer = vm.time_evaluator(func_name, dev, number=number, repeat=repeat,
+                              min_repeat_ms=min_repeat_ms)
     return statistics.median(timer(*inputs).results) * 1e6, number, repeat
 
 
@@ -149,7 +154,9 @@ def run_jobs(spec: Mapping[str, Any]) -> list[dict]:
         if job["kind"] == "time":
             us, number, repeat = time_run_us(vms[name], spec["func_name"], inputs, dev,
                                              number=int(job["number"]),
-                                             repeat=int(job["repeat"]))
+                                             repeat=int(job["repeat"]),
+                                             min_repeat_ms=int(job.get("min_repeat_ms", 0)),
+                                             budget=bool(job.get("budget", True)))
             results.append({"us": us, "number": number, "repeat": repeat, "pid": os.getpid()})
         elif job["kind"] == "calls":
             times, hook_us, runs = time_calls(vms[name], spec["func_name"], inputs, dev,

@@ -19,10 +19,10 @@ from typing import Any
 from msviz import compat
 from msviz.check.schedule import validate_mode
 from msviz.engine.measure.runner import evaluator_config
-from msviz.engine.options import MAX_TRIALS_PER_BATCH, check_budget, check_seed
+from msviz.engine.options import MAX_TRIALS_PER_BATCH, check_budget, check_seconds, check_seed
 from msviz.engine.search.factory import STRATEGIES
 from msviz.engine.search.presets import PRESETS, SearchKnobs, knobs_for
-from msviz.engine.task_scheduler import scheduler as scheduler_mod
+from msviz.engine.task_scheduler import kinds as scheduler_kinds
 from msviz.records.environment import rules_to_json
 from msviz.space_generator.rules import RuleSet
 
@@ -59,6 +59,8 @@ class SessionConfig:
     max_trials: int = 64
     trials_per_batch: int = 16
     max_trials_per_task: int | None = None
+    max_seconds: float | None = None
+    max_seconds_per_task: float | None = None
     strategy: str = "evolutionary"
     rules: RuleSet | None = None
     seed: int | None = None
@@ -87,6 +89,8 @@ class SessionConfig:
         check_budget("trials_per_batch", self.trials_per_batch, MAX_TRIALS_PER_BATCH)
         if self.max_trials_per_task is not None:
             check_budget("max_trials_per_task", self.max_trials_per_task)
+        for name in ("max_seconds", "max_seconds_per_task"):
+            set_(name, check_seconds(name, getattr(self, name)))
         seed = check_seed(self.seed)
         set_("seed", int.from_bytes(os.urandom(4), "little") % (2**31 - 2) + 1
              if seed is None else seed)
@@ -100,7 +104,7 @@ class SessionConfig:
         set_("rules", (self.rules or RuleSet.default(self.target)).copy().validate())
         set_("evaluator_config", _evaluator(self.evaluator_config))
         if isinstance(self.task_scheduler, str):
-            set_("task_scheduler", scheduler_mod.create(self.task_scheduler).kind)
+            set_("task_scheduler", scheduler_kinds.create(self.task_scheduler).kind)
         set_("num_threads", self.num_threads or compat.host_cores())
         set_("resume", bool(self.resume))
         set_("end_to_end_check", bool(self.end_to_end_check))

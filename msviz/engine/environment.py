@@ -21,7 +21,8 @@ from msviz.space_generator.rules import RuleSet
 __all__ = ["catalogue_source", "config_of", "environment_of"]
 
 #: Settings the line may leave out (None or ""), then the config's default is read back.
-OPTIONAL = ("max_trials_per_task", "task_scheduler", "check", "evaluator_config")
+OPTIONAL = ("max_trials_per_task", "max_seconds", "max_seconds_per_task", "task_scheduler",
+            "check", "evaluator_config")
 
 
 def catalogue_source(workload: Any, model: Any = None) -> tuple[str | None, str | None]:
@@ -62,7 +63,8 @@ def environment_of(config: SessionConfig, *, workload: dict[str, Any] | None,
         target=c.target, seed=c.seed, preset=c.preset, knobs=vars(c.knobs), rules=c.rules,
         strategy=c.strategy, max_trials=c.max_trials, trials_per_batch=c.trials_per_batch,
         workload=workload, model=model, max_trials_per_task=c.max_trials_per_task,
-        task_scheduler=scheduler, check=c.check,
+        task_scheduler=scheduler, check=c.check, max_seconds=c.max_seconds,
+        max_seconds_per_task=c.max_seconds_per_task,
         evaluator_config={"number": int(evaluator.number), "repeat": int(evaluator.repeat),
                           "min_repeat_ms": int(evaluator.min_repeat_ms),
                           "enable_cpu_cache_flush": bool(evaluator.enable_cpu_cache_flush)},

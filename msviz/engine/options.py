@@ -5,8 +5,10 @@ means."""
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,17 +20,26 @@ from msviz.records import targets
 from msviz.workloads import resolve
 
 __all__ = [
+    "DEFAULT_MAX_TRIALS",
+    "TIME_ONLY_MAX_TRIALS",
     "check_budget",
     "check_resume",
+    "check_seconds",
     "check_seed",
     "check_work_dir",
     "check_writable",
+    "duration_text",
+    "parse_duration",
     "task_of",
     "tasks_of",
 ]
 
 #: The largest seed (numpy's and TVM's random states take 0 .. 2**31 - 1).
 MAX_SEED = 2**31 - 1
+#: A session's trial budget when it is given neither trials nor seconds.
+DEFAULT_MAX_TRIALS = 64
+#: A session's trial budget when it is given only seconds (``max_seconds``): no limit of its own.
+TIME_ONLY_MAX_TRIALS = 1_000_000
 #: The most candidates one batch may measure (MetaSchedule's default is 64).
 MAX_TRIALS_PER_BATCH = 4096
 
@@ -40,6 +51,49 @@ def check_budget(name: str, value: Any, high: int | None = None) -> None:
     if high is not None and value > high:
         raise ValueError(f"{name}={value:,} is beyond msviz's range (at most {high:,}): "
                          "choose a smaller value")
+
+
+def check_seconds(name: str, value: Any) -> float | None:
+    """A time budget in seconds: None, or a finite number > 0 (not a bool); as a float."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a number of seconds > 0 (or None for no time "
+                         f"limit), got {value!r}")
+    return float(value)
+
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m)?(?:(\d+(?:\.\d*)?)s?)?")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a duration: ``"90"``, ``"90s"``, ``"20m"``, ``"1h30m"``, ``"1.5h"``.
+
+    Raises
+    ------
+    ValueError
+        Text that is no such duration, or not > 0.
+    """
+    match = _DURATION.fullmatch(text.strip().lower())
+    if not text.strip() or match is None or not any(match.groups()):
+        raise ValueError(f"{text!r} is not a duration (seconds, or 90s, 20m, 1h30m)")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    value = hours * 3600 + minutes * 60 + seconds
+    if not value > 0:
+        raise ValueError(f"{text!r}: a duration must be > 0")
+    return value
+
+
+def duration_text(seconds: float) -> str:
+    """``1200`` -> ``"20m"``, ``90`` -> ``"1m30s"``, ``5400`` -> ``"1h30m"``, ``12.5`` ->
+    ``"12.5s"``."""
+    if seconds < 60:
+        return f"{seconds:g}s"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if v)
 
 
 def check_seed(seed: Any) -> int | None:

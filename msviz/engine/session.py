@@ -27,6 +27,8 @@ from msviz.engine.control import (
 from msviz.engine.control.lock import check_unlocked
 from msviz.engine.events import EventLog
 from msviz.engine.options import (
+    DEFAULT_MAX_TRIALS,
+    TIME_ONLY_MAX_TRIALS,
     check_budget,
     check_resume,
     check_work_dir,
@@ -35,7 +37,7 @@ from msviz.engine.options import (
     tasks_of,
 )
 from msviz.engine.profile import Profile
-from msviz.engine.task_scheduler import scheduler as scheduler_mod
+from msviz.engine.task_scheduler import kinds as scheduler_kinds
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.worker import Worker
 from msviz.errors import MsvizWarning
@@ -74,17 +76,25 @@ class Session:
         ``"llvm"`` (the host CPU, its cores) or ``"cuda"``, a tag, a dict or a Target.
     work_dir : str | Path, optional
         Where the stock JSON database, the sidecar and the logs go (a new temp dir if None).
-    max_trials : int
+    max_trials : int, optional
         Trials in total over all tasks, counting those the work dir already holds when
-        resuming. Schedules the user edits and measures (:meth:`remeasure`) do not count. A
-        candidate
-        that could not be measured for infrastructure reasons (``error_kind="infra"``) is stored
-        but does not count; 3 such batches in a row fail the session with
+        resuming (None: 64, or no trial limit of its own when ``max_seconds`` is given:
+        :data:`msviz.engine.options.TIME_ONLY_MAX_TRIALS`). Schedules the user edits and
+        measures (:meth:`remeasure`) do not count. A candidate that could not be measured for
+        infrastructure reasons (``error_kind="infra"``) is stored but does not count; 3 such batches in a row fail the session with
         :class:`msviz.engine.InfrastructureError`.
     trials_per_batch : int
         Candidates measured per batch.
     max_trials_per_task : int, optional
         A model's per-task budget (as in ``tune_relax``; None: no limit of its own).
+    max_seconds : float, optional
+        A time budget: seconds of tuning (from :meth:`start`, paused time not counted; a
+        resumed run counts its own seconds). Tuning ends at a batch boundary within it: a batch
+        that would overrun it, by the task's measured search and per-trial costs, is cut to the
+        trials that fit, or not started; the end reason says so (:attr:`end_reason`). With
+        ``max_trials`` too, the first reached ends tuning.
+    max_seconds_per_task : float, optional
+        The same budget for each task of a model (the task ends when it is spent).
     task_scheduler : {"gradient", "round-robin"} | TaskScheduler
         Which task gets the next batch: MetaSchedule's ``GradientBased`` (``alpha=0.2``,
         ``window_size=3``, the session's seed) or ``RoundRobin``.
@@ -140,7 +150,7 @@ class Session:
     """
 
     def __init__(self, workload: Any, *, target: Any = "llvm", work_dir: str | Path | None = None,
-                 max_trials: int = 64, trials_per_batch: int = 16,
+                 max_trials: int | None = None, trials_per_batch: int = 16,
                  strategy: str = "evolutionary", rules: RuleSet | None = None,
                  seed: int | None = None, preset: str = "msviz", resume: bool = False,
                  builder: Any = "local", runner: Any = "local", num_threads: int | None = None,
@@ -148,10 +158,14 @@ class Session:
                  evaluator_config: Any = None, max_trials_per_task: int | None = None,
                  task_scheduler: Any = "gradient", params: dict | None = None,
                  spec: dict | None = None, end_to_end_check: bool = True,
-                 check: str = "best", **knobs: Any) -> None:
+                 check: str = "best", max_seconds: float | None = None,
+                 max_seconds_per_task: float | None = None, **knobs: Any) -> None:
+        if max_trials is None:
+            max_trials = DEFAULT_MAX_TRIALS if max_seconds is None else TIME_ONLY_MAX_TRIALS
         config = SessionConfig(
             target=target, max_trials=max_trials, trials_per_batch=trials_per_batch,
-            max_trials_per_task=max_trials_per_task, strategy=strategy, rules=rules, seed=seed,
+            max_trials_per_task=max_trials_per_task, max_seconds=max_seconds,
+            max_seconds_per_task=max_seconds_per_task, strategy=strategy, rules=rules, seed=seed,
             preset=preset, knobs=knobs, resume=resume, builder=builder, runner=runner,
             num_threads=num_threads, builder_timeout=builder_timeout,
             runner_timeout=runner_timeout, evaluator_config=evaluator_config,
@@ -206,7 +220,7 @@ class Session:
             self.events.emit("warning", self.name, message=note)
         self._profile = Profile()
         self._loop = TaskLoop(
-            self.tasks, scheduler_mod.create(config.task_scheduler, seed=config.seed),
+            self.tasks, scheduler_kinds.create(config.task_scheduler, seed=config.seed),
             config=config, tuners=lambda: self._worker.tuners, emit=self.events.emit,
             name=self.name, log_dir=self.work_dir / "logs" if self.model is not None else None,
             timeit=self._profile.timeit)
@@ -359,7 +373,7 @@ class Session:
     def set_scheduler(self, kind: Any) -> Future:
         """Switch the task scheduler (``"gradient"`` or ``"round-robin"``) from the next pick on.
         A new ``GradientBased`` starts with its warm-up over the tasks not tuned yet."""
-        return self._steer("scheduler", scheduler_mod.create(kind, seed=self.seed))
+        return self._steer("scheduler", scheduler_kinds.create(kind, seed=self.seed))
 
     def _steer(self, name: str, arg: Any) -> Future:
         return self._control.command(name, arg, now=lambda: self._loop.steer(name, arg))

@@ -231,6 +231,7 @@ class Worker:
                     knobs=vars(c.knobs).copy(),
                     model=self.model.name if self.model is not None else None,
                     num_tasks=len(self.tasks), max_trials_per_task=c.max_trials_per_task,
+                    max_seconds=c.max_seconds, max_seconds_per_task=c.max_seconds_per_task,
                     task_scheduler=self.loop.scheduler.kind)
 
     def work(self) -> None:
@@ -240,6 +241,7 @@ class Worker:
         profile, task = self.profile, self.tasks[0].workload.name
         profile.restart()
         self._started = time.time()
+        loop.clock.start()  # the time budget counts setting the tasks up
         final, data = "failed", {}
         self._timing: dict | None = None
         self._refused = False
@@ -262,7 +264,8 @@ class Worker:
             loop.batch = sum(t.batch for t in self.tuners)
             self._close_row()  # setting the tasks up: no batch
             self._model_latency()  # the curve's first point: the untuned (or resumed) model
-            control.checkpoint("stage")
+            with loop.clock.paused():
+                control.checkpoint("stage")
             stages = loop.drive()
             while True:
                 with self.measure_lock:
@@ -273,7 +276,8 @@ class Worker:
                         break
                 if kind == "batch":
                     self._model_latency()  # before a pause: the batch's own point
-                control.checkpoint(kind)
+                with loop.clock.paused():
+                    control.checkpoint(kind)
                 if kind == "batch":
                     with profile.timeit("msviz/WaitingForDevices"):
                         await_devices(control, self.fleet, task=task, emit=emit)

@@ -49,7 +49,8 @@ def test_a_sessions_config_is_frozen_and_holds_every_setting(tmp_path: Path) -> 
         RuleSet.default(tvm.target.Target(TARGET)))
     assert fields == {
         "max_trials": 8, "trials_per_batch": 4, "max_trials_per_task": None,
-        "strategy": "evolutionary", "seed": 1, "preset": "msviz",
+        "max_seconds": None, "max_seconds_per_task": None, "strategy": "evolutionary",
+        "seed": 1, "preset": "msviz",
         # the msviz preset's five choices, and the two knobs given
         "knobs": SearchKnobs(population_size=16, genetic_num_iters=1, cost_model_warmup=0,
                              cost_model_task_warmup=16, task_warmup_ranked=True,
@@ -87,7 +88,8 @@ def test_the_config_round_trips_through_the_environment_line(tmp_path: Path) -> 
                                                             max_innermost_factor=16)
     config = SessionConfig(
         target=TARGET, max_trials=20, trials_per_batch=5, max_trials_per_task=6,
-        strategy="replay", rules=rules, seed=7, preset="stock",
+        max_seconds=600, max_seconds_per_task=45.5, strategy="replay", rules=rules, seed=7,
+        preset="stock",
         knobs={"population_size": 64, "eps_greedy": 0.25}, task_scheduler="round_robin",
         check="measured", evaluator_config={"number": 2, "repeat": 3, "min_repeat_ms": 10},
         num_threads=2)
@@ -97,11 +99,13 @@ def test_the_config_round_trips_through_the_environment_line(tmp_path: Path) -> 
     (env,) = environments(read_sidecar(tmp_path))
     settings = {k: env[k] for k in ("target", "seed", "preset", "strategy", "max_trials",
                                     "trials_per_batch", "max_trials_per_task",
-                                    "task_scheduler", "check", "evaluator_config")}
+                                    "max_seconds", "max_seconds_per_task", "task_scheduler",
+                                    "check", "evaluator_config")}
     assert settings == {
         "target": _target_json(tvm.target.Target(TARGET)), "seed": 7, "preset": "stock",
         "strategy": "replay", "max_trials": 20, "trials_per_batch": 5,
-        "max_trials_per_task": 6, "task_scheduler": "round-robin", "check": "measured",
+        "max_trials_per_task": 6, "max_seconds": 600.0, "max_seconds_per_task": 45.5,
+        "task_scheduler": "round-robin", "check": "measured",
         "evaluator_config": {"number": 2, "repeat": 3, "min_repeat_ms": 10,
                              "enable_cpu_cache_flush": False}}
     assert env["knobs"] == {**vars(SearchKnobs()), "population_size": 64, "eps_greedy": 0.25}

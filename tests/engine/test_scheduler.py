@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from msviz.engine.task_scheduler.kinds import create
 from msviz.engine.task_scheduler.scheduler import (
     GradientBased,
     LinearCongruentialEngine,
     Pick,
     RoundRobin,
     TaskState,
-    create,
     format_task_table,
     gradient,
 )

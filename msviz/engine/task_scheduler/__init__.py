@@ -1,7 +1,8 @@
 """The task loop and scheduler: which task gets the next batch (``GradientBased``,
-``RoundRobin``), each task's tuner, and the work dir's logs."""
+``RoundRobin``, ``"forecast"``), each task's tuner, and the work dir's logs."""
 
-from msviz.engine.task_scheduler.scheduler import TaskScheduler, create
+from msviz.engine.task_scheduler.kinds import create
+from msviz.engine.task_scheduler.scheduler import TaskScheduler
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.task_scheduler.tuner import InfrastructureError, SharedParts, Tuner
 

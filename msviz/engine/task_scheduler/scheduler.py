@@ -12,6 +12,10 @@ value, as ``JoinRunningTask`` appends ``min(latency_ms)`` of the task's whole hi
 
 The user's steering (a forced pick, a pinned or skipped task) is applied on top: a forced pick
 wins, then a pinned task; a skipped task is treated like a terminated one.
+
+A third kind, ``"forecast"`` (:class:`~msviz.engine.task_scheduler.forecast.Forecasting`, not
+in stock), forecasts each task's learning curve against seconds and gives the next batch to the
+task with the best optimistic gain per second.
 """
 
 from __future__ import annotations
@@ -22,20 +26,15 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 __all__ = [
-    "SCHEDULERS",
     "GradientBased",
     "LinearCongruentialEngine",
     "Pick",
     "RoundRobin",
     "TaskScheduler",
     "TaskState",
-    "create",
     "format_task_table",
     "gradient",
 ]
-
-#: Scheduler kinds, as the ``scheduled`` event names them.
-SCHEDULERS = ("gradient", "round-robin")
 
 #: A best latency at or above this (ms) means "no valid measurement" (``TaskCleanUp`` uses 1e9).
 INVALID_MS = 1e9
@@ -58,6 +57,11 @@ class TaskState:
         Terminated (``is_terminated``).
     pinned, skipped : bool
         The user's steering.
+    name : str
+        The task's name, for reasons in words ("" if unknown).
+    seconds_history : list of float
+        After each joined batch, the seconds spent on the task so far (counted from zero),
+        aligned with the end of ``best_history_ms``; shorter or empty where unknown.
     """
 
     weight: float = 1.0
@@ -66,6 +70,8 @@ class TaskState:
     done: bool = False
     pinned: bool = False
     skipped: bool = False
+    name: str = ""
+    seconds_history: list[float] = field(default_factory=list)
 
 
 class Pick(NamedTuple):
@@ -223,17 +229,6 @@ class GradientBased(TaskScheduler):
             pick = alive[values.index(top)]  # std::max_element: the first largest
             reason = "largest gradient"
         return Pick(pick, grads, reason)
-
-
-def create(kind: str | TaskScheduler, *, seed: int = 1) -> TaskScheduler:
-    """A scheduler by name (``"gradient"`` or ``"round-robin"``), or the object itself."""
-    if isinstance(kind, TaskScheduler):
-        return kind
-    if kind == "gradient":
-        return GradientBased(seed=seed)
-    if kind in ("round-robin", "round_robin", "roundrobin"):
-        return RoundRobin()
-    raise ValueError(f"task scheduler must be one of {SCHEDULERS}, not {kind!r}")
 
 
 def is_valid_ms(value: float) -> bool:

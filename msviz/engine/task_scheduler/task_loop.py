@@ -11,22 +11,53 @@ thread and applies steering commands between batches.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msviz.engine.task_scheduler import forecast as forecast_mod
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
 
 if TYPE_CHECKING:  # msviz.engine.config imports this package's scheduler
     from msviz.engine.config import SessionConfig
 
-__all__ = ["SCHEDULER_LOG", "STEERING", "TaskLoop"]
+__all__ = ["SCHEDULER_LOG", "STEERING", "BudgetClock", "TaskLoop"]
 
 #: The stock task scheduler log of a model's work dir (under ``logs/``).
 SCHEDULER_LOG = "tvm.s_tir.meta_schedule.logging.task_scheduler.log"
 #: Steering commands :meth:`TaskLoop.steer` applies.
 STEERING = ("tune_next", "scheduler", "pin", "skip", "budget")
+
+
+class BudgetClock:
+    """Seconds of tuning: from :meth:`start` (kept if already started: setting tasks up counts),
+    less the time spent paused (:meth:`paused`, around a pause point)."""
+
+    def __init__(self) -> None:
+        self.started_at: float | None = None
+        self.paused_s = 0.0
+        self._pause_began: float | None = None
+
+    def start(self) -> None:
+        if self.started_at is None:
+            self.started_at = time.perf_counter()
+
+    def spent_s(self) -> float:
+        if self.started_at is None:
+            return 0.0
+        now = self._pause_began or time.perf_counter()  # a pause in progress holds it still
+        return now - self.started_at - self.paused_s
+
+    @contextlib.contextmanager
+    def paused(self) -> Generator[None, None, None]:
+        self._pause_began = tic = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.paused_s += time.perf_counter() - tic
+            self._pause_began = None
 
 
 class TaskLoop:
@@ -72,6 +103,14 @@ class TaskLoop:
         self.forced: int | None = None
         #: Batches scheduled so far (all tasks).
         self.batch = 0
+        #: The time budget's clock: tuning seconds spent so far (paused time not counted).
+        self.clock = BudgetClock()
+        #: Per task, the seconds its batches took (this run), and after each joined batch the
+        #: seconds spent on it so far (aligned with the end of its best-latency history).
+        self.task_seconds = [0.0] * n
+        self.seconds_history: list[list[float]] = [[] for _ in range(n)]
+        #: Per task, each batch's search seconds and measuring seconds per trial (this run).
+        self.costs: list[list[tuple[float, float]]] = [[] for _ in range(n)]
 
     # -- what the scheduler and the events see ----------------------------------------------------
 
@@ -80,7 +119,8 @@ class TaskLoop:
         return [scheduler_mod.TaskState(
             weight=float(task.weight), best_history_ms=list(tuner.best_history_ms),
             trials=tuner.trials_done, done=self.done[task.index] is not None,
-            pinned=self.pinned[task.index], skipped=self.skipped[task.index])
+            pinned=self.pinned[task.index], skipped=self.skipped[task.index],
+            name=task.name, seconds_history=list(self.seconds_history[task.index]))
             for task, tuner in zip(self.tasks, self.tuners())]
 
     def info(self) -> list[dict]:
@@ -196,6 +236,100 @@ class TaskLoop:
         except OSError as err:  # never let logging stop tuning
             self.emit("warning", self.name, message=f"task scheduler log: {err}")
 
+    # -- the forecast scheduler -------------------------------------------------------------------
+
+    def stop_flat(self) -> None:
+        """With a scheduler that forecasts (``"forecast"``), end the tasks whose expected gain
+        fell below its threshold (a pinned task goes on)."""
+        flat = getattr(self.scheduler, "flat", None)
+        if flat is None:
+            return
+        for index in flat(self.states()):
+            if not self.pinned[index] and self.done[index] is None:
+                self.task_done(index, "forecast: its expected gain is below the threshold")
+
+    def emit_forecast(self) -> None:
+        """After a joined batch, with a scheduler that forecasts: a ``forecast`` event holding
+        each task's forecast (:meth:`Forecasting.explain`), how well the forecasts held so far
+        (``inside`` of ``total`` outcomes within their band) and, with ``max_seconds``, the
+        model's estimate forecast to the end of the budget (``at_budget``)."""
+        explain = getattr(self.scheduler, "explain", None)
+        if explain is None:
+            return
+        states = self.states()
+        inside, total = self.scheduler.calibration(states)
+        at_budget = None
+        if self.config.max_seconds is not None:
+            left = max(0.0, self.config.max_seconds - self.clock.spent_s())
+            at_budget = dataclasses.asdict(forecast_mod.model_forecast(
+                states, self.scheduler.pool(states), left, self.scheduler.band))
+        self.emit("forecast", self.name, tasks=explain(states), inside=inside, total=total,
+                  band=self.scheduler.band, seconds=self.clock.spent_s(), at_budget=at_budget)
+
+    # -- time budgets -----------------------------------------------------------------------------
+
+    def batch_cost(self, index: int) -> tuple[float, float] | None:
+        """A batch's expected (search seconds, measuring seconds per trial) for a task: the mean
+        of its own batches this run, else of every task's; None before any batch ran."""
+        own = self.costs[index] or [c for costs in self.costs for c in costs]
+        if not own:
+            return None
+        return (sum(c[0] for c in own) / len(own), sum(c[1] for c in own) / len(own))
+
+    def fit_time(self, index: int, n: int) -> tuple[int, str | None]:
+        """The trials of task ``index``'s next batch that fit the time budgets (the session's
+        ``max_seconds``, the task's ``max_seconds_per_task``), and why tuning (or the task)
+        ends instead: ``(n, None)`` when the batch fits or nothing is known of its cost yet."""
+        limits = []
+        if self.config.max_seconds is not None:
+            limits.append(("max_seconds", self.config.max_seconds, self.clock.spent_s()))
+        if self.config.max_seconds_per_task is not None:
+            limits.append(("max_seconds_per_task", self.config.max_seconds_per_task,
+                           self.task_seconds[index]))
+        cost = self.batch_cost(index)
+        for name, limit, spent in limits:
+            left = limit - spent
+            if left <= 0:
+                return n, f"reached {name} ({spent:.1f} of {limit:g} s spent)"
+            if cost is None:
+                continue
+            search_s, per_trial_s = cost
+            fits = n if per_trial_s <= 0 else int((left - search_s) // per_trial_s)
+            if fits < 1:
+                return n, (f"reached {name} ({spent:.1f} of {limit:g} s spent; a batch of "
+                           f"task #{index} would take ~{search_s + per_trial_s * n:.1f} s)")
+            n = min(n, fits)
+        return n, None
+
+    def timed_batch(self, index: int, tuner: Any, n: int) -> Generator[str, None, Any]:
+        """``tuner.run_batch(n)``, its seconds (paused time not counted) charged to the task:
+        the search's (until its last stage) and the measuring's per trial."""
+        spent0 = self.clock.spent_s()
+        trials0 = tuner.trials_done
+        searched = spent0
+        batch = tuner.run_batch(n)
+        try:
+            while True:
+                kind = next(batch)
+                if kind == "stage":
+                    searched = self.clock.spent_s()
+                elif kind == "batch":
+                    self._charge(index, spent0, searched, tuner.trials_done - trials0)
+                    spent0 = None
+                yield kind
+        except StopIteration as end:
+            return end.value
+        finally:
+            if spent0 is not None:  # ended without measuring (empty, exhausted, stopped)
+                self._charge(index, spent0, self.clock.spent_s(), 0)
+
+    def _charge(self, index: int, start: float, searched: float, trials: int) -> None:
+        now = self.clock.spent_s()
+        self.task_seconds[index] += now - start
+        per_trial = (now - searched) / trials if trials > 0 else 0.0
+        if trials > 0 or not self.costs[index]:
+            self.costs[index].append((searched - start, per_trial))
+
     def drive(self) -> Generator[str, None, str]:
         """``TaskScheduler::Tune``, one batch at a time: pick a task, run one batch of it, until
         the config's ``max_trials`` (batches of at most ``trials_per_batch``).
@@ -203,12 +337,18 @@ class TaskLoop:
         Yields ``"stage"``/``"batch"`` (the pause points); returns why tuning ended.
         """
         max_trials, trials_per_batch = self.config.max_trials, self.config.trials_per_batch
+        self.clock.start()
         while True:
             tuners = self.tuners()
             trials_done = sum(t.trials_done for t in tuners)
             if trials_done >= max_trials:
                 return "reached max_trials"
+            if self.config.max_seconds is not None and \
+                    self.clock.spent_s() >= self.config.max_seconds:
+                return (f"reached max_seconds ({self.clock.spent_s():.1f} of "
+                        f"{self.config.max_seconds:g} s spent)")
             forced, self.forced = self.forced, None
+            self.stop_flat()
             with self.timeit("TaskScheduler/NextTaskId"):
                 pick = self.scheduler.next_task(self.states(), forced=forced)
             if pick.task is None:
@@ -223,20 +363,31 @@ class TaskLoop:
             if budget is not None and tuner.trials_done >= budget:
                 self.task_done(index, "reached max_trials_per_task")
                 continue
+            n = min(trials_per_batch, max_trials - trials_done)
+            if budget is not None:
+                n = min(n, budget - tuner.trials_done)
+            n, over = self.fit_time(index, n)
+            if over is not None:
+                if over.startswith("reached max_seconds_per_task"):
+                    self.task_done(index, over)
+                    continue
+                return over
             self.emit(
                 "scheduled", self.name, batch=self.batch, scheduler=self.scheduler.kind,
                 pick=index, pick_name=self.tasks[index].name, reason=pick.reason,
-                forced=pick.forced, gradients=list(pick.gradients),
+                forced=pick.forced, gradients=list(pick.gradients), trials_asked=n,
+                seconds=self.clock.spent_s(), task_seconds=list(self.task_seconds),
                 best_us=[u.best_secs * 1e6 if u.best_secs != float("inf") else None
                          for u in tuners],
                 trials=[u.trials_done for u in tuners],
                 done=[d is not None for d in self.done])
             self.batch += 1
             self.log(f"TaskScheduler picks Task #{index}: {self.tasks[index].name}")
-            n = min(trials_per_batch, max_trials - trials_done)
-            if budget is not None:
-                n = min(n, budget - tuner.trials_done)
-            outcome = yield from tuner.run_batch(n)
+            joined = len(tuner.best_history_ms)
+            outcome = yield from self.timed_batch(index, tuner, n)
+            if len(tuner.best_history_ms) > joined:
+                self.seconds_history[index].append(self.task_seconds[index])
+                self.emit_forecast()
             self.log(f"[Updated] Task #{index}: {self.tasks[index].name}", table=True)
             if outcome is None:
                 self.task_done(index, tuner.end_reason or "search space exhausted")
