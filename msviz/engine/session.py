@@ -81,8 +81,8 @@ class Session:
         resuming (None: 64, or no trial limit of its own when ``max_seconds`` is given:
         :data:`msviz.engine.options.TIME_ONLY_MAX_TRIALS`). Schedules the user edits and
         measures (:meth:`remeasure`) do not count. A candidate that could not be measured for
-        infrastructure reasons (``error_kind="infra"``) is stored but does not count; 3 such batches in a row fail the session with
-        :class:`msviz.engine.InfrastructureError`.
+        infrastructure reasons (``error_kind="infra"``) is stored but does not count; 3 such
+        batches in a row fail the session with :class:`msviz.engine.InfrastructureError`.
     trials_per_batch : int
         Candidates measured per batch.
     max_trials_per_task : int, optional
