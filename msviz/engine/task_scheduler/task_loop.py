@@ -263,7 +263,24 @@ class TaskLoop:
             left = max(0.0, self.config.max_seconds - self.clock.spent_s())
             at_budget = dataclasses.asdict(forecast_mod.model_forecast(
                 states, self.scheduler.pool(states), left, self.scheduler.band))
-        self.emit("forecast", self.name, tasks=explain(states), inside=inside, total=total,
+        rows = explain(states)
+        pool = self.scheduler.pool(states)
+        for row, state, spent in zip(rows, states, self.task_seconds):
+            # the curve so far (seconds spent on the task, best after each of its batches) and
+            # its band carried on: to the end of the budget, else over 5 of its batches
+            row["history_s"] = list(state.seconds_history)
+            row["history_ms"] = list(state.best_history_ms[-len(state.seconds_history):]) \
+                if state.seconds_history else []
+            row["curve"] = None
+            if row["best_ms"] is not None and not (state.done or state.skipped):
+                horizon = (self.config.max_seconds - self.clock.spent_s()
+                           if self.config.max_seconds is not None else 5 * row["batch_s"])
+                if horizon > 0:
+                    c = forecast_mod.curve(state, pool, horizon, self.scheduler.band, points=11)
+                    row["curve"] = {"seconds": [spent + t for t in c.seconds],
+                                    "mean_ms": c.mean_ms, "low_ms": c.low_ms,
+                                    "high_ms": c.high_ms}
+        self.emit("forecast", self.name, tasks=rows, inside=inside, total=total,
                   band=self.scheduler.band, seconds=self.clock.spent_s(), at_budget=at_budget)
 
     # -- time budgets -----------------------------------------------------------------------------
