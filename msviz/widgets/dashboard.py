@@ -22,6 +22,7 @@ from msviz.records.run import Run
 from msviz.records.sidecar import quarantine_of
 from msviz.views import failure_triage_info
 from msviz.views.common import quiet_empty
+from msviz.views.forecast import forecast_info
 from msviz.views.quality import events_quality_info, run_quality_info
 from msviz.views.quarantine import quarantine_info
 from msviz.views.tasks import tasks_info, total_text, untuned_times
@@ -44,7 +45,7 @@ __all__ = ["Dashboard"]
 _REFRESH_KINDS = {"measured", "remeasured", "finished", "stopped", "failed", "started"}
 #: Events that change the Tasks tab (a model's tasks, the scheduler's picks, end to end).
 _MODEL_KINDS = {"tasks", "scheduled", "task_done", "end_to_end", "measured", "remeasured",
-                "model_profile", "untuned", "model_latency"}
+                "model_profile", "untuned", "model_latency", "forecast"}
 #: Which buttons each session state enables.
 _ENABLED = {
     "idle": {"start", "step_batch", "step_generation", "stop"},
@@ -401,7 +402,15 @@ class Dashboard(W.VBox):
         self.tasks_view.update(tasks, self._trials(), scheduled=model["scheduled"],
                                end_to_end=model["end_to_end"], done=model["done"],
                                model_profile=model["model_profile"], quality=self._quality(),
-                               untuned=self._untuned())
+                               untuned=self._untuned(), forecast=self._forecast())
+
+    def _forecast(self) -> Any:
+        """The forecast scheduler's reasons and bands (None: a work dir, or no forecast)."""
+        if self.session is None:
+            return None
+        with self.tasks_view.error.guard(self.tasks_view, clear=False):
+            return forecast_info(self.session.events.snapshot())
+        return None
 
     def _untuned(self) -> dict:
         """Each task's untuned time: the session's ``untuned`` event, else the work dir's."""

@@ -1,9 +1,10 @@
 """The Tasks tab: MetaSchedule's per-task table (with the scheduler's gradients and its next
-pick), the estimated model latency, trials per task, and the end-to-end result.
+pick), the forecast scheduler's reasons and bands, the estimated model latency, trials per task,
+and the end-to-end result.
 
 Fed from a finished run (``Run.tasks`` and ``Run.trials``) or from a session's events (the
 dashboard's :class:`~msviz.widgets.adapter.UIAdapter` hands them over): the last ``tasks``,
-``scheduled`` and ``end_to_end`` events and every ``task_done``. Choosing a task in
+``scheduled``, ``forecast`` and ``end_to_end`` events and every ``task_done``. Choosing a task in
 :attr:`TasksView.focus` sets ``selection.task``; the dashboard focuses its other tabs on it.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 import ipywidgets as W
 import pandas as pd
 
+from msviz.views import forecast as F
 from msviz.views import model_profile as P
 from msviz.views import quality as Q
 from msviz.views import tasks as V
@@ -130,6 +132,14 @@ class TasksView(W.VBox):
         self.model_profile_box = W.VBox([self.model_profile, self.model_profile_plot],
                                         layout=W.Layout(display="none"))
         self.profile_info: P.ModelProfileInfo | None = None
+        #: The forecast scheduler's last reason, calibration, model at the end of the budget
+        #: and the tasks' bands: hidden unless the session forecasts.
+        self.forecast_text = W.HTML()
+        self.forecast_plot = figure_widget()
+        self.forecast_box = W.VBox([self.forecast_text, self.forecast_plot],
+                                   layout=W.Layout(display="none"))
+        self.forecast_box.add_class("msviz-forecast")
+        self.forecast_info: F.ForecastInfo | None = None
         self.error = ErrorArea()
         self.info: V.TasksInfo | None = None
         self.latency_info: V.ModelLatencyInfo | None = None
@@ -140,8 +150,8 @@ class TasksView(W.VBox):
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
         super().__init__([self.focus, self.table, self.end_to_end, self.model_profile_box,
-                          self.x_axis, self.quality_box, self.latency, self.task_trials,
-                          self.error])
+                          self.forecast_box, self.x_axis, self.quality_box, self.latency,
+                          self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
         self.update(tasks, trials)
 
@@ -150,15 +160,19 @@ class TasksView(W.VBox):
     def update(self, tasks: Any = None, trials: Any = None, *, scheduled: Any = None,
                end_to_end: Any = None, done: Iterable[int] = (),
                model_profile: Any = None, quality: Q.TimeToQualityInfo | None = None,
-               untuned: Mapping[str, float | None] | None = None) -> None:
+               untuned: Mapping[str, float | None] | None = None,
+               forecast: F.ForecastInfo | None = None) -> None:
         """Redraw from new data; what is left out (None) keeps its last value.
         ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event; ``quality``
         the time-to-quality curve (:func:`msviz.views.quality.events_quality_info` of a
         session, :func:`~msviz.views.quality.run_quality_info` of a work dir); ``untuned``
         each task's untuned time (:func:`msviz.views.tasks.untuned_times`), at which the total
-        counts a task not tuned yet."""
+        counts a task not tuned yet; ``forecast`` the forecast scheduler's
+        (:func:`msviz.views.forecast.forecast_info` of a session's events)."""
         if quality is not None:
             self.quality_info = quality
+        if forecast is not None:
+            self.forecast_info = forecast
         data = self._data
         if untuned:
             data["untuned"] = dict(untuned)
@@ -190,6 +204,7 @@ class TasksView(W.VBox):
         self.end_to_end.value = V.end_to_end_html(
             None if data["end_to_end"] is None else V.end_to_end_info(data["end_to_end"]))
         self._draw_model_profile()
+        self._draw_forecast()
         self._draw_figures()
 
     def update_from_events(self, events: Iterable[Any], trials: Any = None) -> None:
@@ -203,7 +218,8 @@ class TasksView(W.VBox):
                     end_to_end=found["end_to_end"], done=found["done"],
                     model_profile=found["model_profile"],
                     quality=quality if quality.seconds else None,
-                    untuned=V.untuned_times(found["untuned"]) if found["untuned"] else None)
+                    untuned=V.untuned_times(found["untuned"]) if found["untuned"] else None,
+                    forecast=F.forecast_info(events))
 
     @property
     def task_count(self) -> int:
@@ -236,6 +252,16 @@ class TasksView(W.VBox):
             show_figure(self.model_profile_plot, P.model_profile_figure(self.profile_info))
             self.model_profile_box.layout.display = None
 
+    def _draw_forecast(self) -> None:
+        info = self.forecast_info
+        if info is None:
+            return
+        with self.error.guard(self, clear=False):
+            self.forecast_text.value = F.forecast_html(info)
+            show_figure(self.forecast_plot,
+                        F.forecast_figure(info, F.shown_tasks(info, self._focused())))
+            self.forecast_box.layout.display = None
+
     def _draw_figures(self) -> None:
         if self.quality_info is not None and self.quality_info.seconds:
             with self.error.guard(self, clear=False):
@@ -259,6 +285,7 @@ class TasksView(W.VBox):
         if self.selection.task != name:
             self.selection.task = name
         self._draw_table()
+        self._draw_forecast()  # the focused task's band joins the largest tasks'
 
     def _on_selection(self, change: dict) -> None:
         wanted = change["new"] or ALL_TASKS

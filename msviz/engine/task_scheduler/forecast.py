@@ -71,6 +71,13 @@ DEFAULT_SLOPE = -0.3
 DEFAULT_VAR = 0.09
 #: The smallest variance used (a pool of equal log-ratios, e.g. all 0, has none).
 VAR_FLOOR = 1e-6
+#: The steepest slope a batch is taken to show: a best latency that halves as the batches
+#: double. A single lucky drop (10 -> 2.5 us in one batch: slope -2) would otherwise be carried
+#: on as a power law over hundreds of batches.
+MIN_SLOPE = -1.0
+#: A forecast carried over a horizon (:func:`curve`, :func:`model_forecast`) saturates toward this
+#: share of the task's best now and never passes it: tuning curves flatten, power laws do not.
+HORIZON_FLOOR = 0.25
 #: A batch's seconds while no batch cost is known.
 DEFAULT_BATCH_S = 1.0
 #: The shortest batch assumed (a score divides by it).
@@ -88,9 +95,9 @@ def _valid(ms: float) -> bool:
 
 def slopes(history_ms: Sequence[float]) -> list[float]:
     """Per joined batch ``i >= 1`` of a best-latency history, the power-law slope of its
-    log-ratio: ``min(0, ln(h[i] / h[i-1])) / ln(1 + 1/i)``; a pair with an invalid entry
+    log-ratio: ``min(0, ln(h[i] / h[i-1])) / ln(1 + 1/i)``, not below :data:`MIN_SLOPE`; a pair with an invalid entry
     (``>= INVALID_MS``) gives none."""
-    return [min(0.0, math.log(b / a)) / math.log1p(1 / i)
+    return [max(MIN_SLOPE, min(0.0, math.log(b / a)) / math.log1p(1 / i))
             for i, (a, b) in enumerate(itertools.pairwise(history_ms), start=1)
             if _valid(a) and _valid(b)]
 
@@ -218,6 +225,19 @@ def _clipped(best: float, mu: float, var: float, z: float) -> tuple[float, float
             best * math.exp(min(mu + z * sd, 0.0)))
 
 
+def _floored(best: float, values: tuple[float, float, float]) -> tuple[float, float, float]:
+    """``values`` (mean, low, high) saturated toward :data:`HORIZON_FLOOR` x ``best``: a
+    log-reduction ``x <= 0`` becomes ``-L (1 - exp(x / L))`` with ``L = -ln(HORIZON_FLOOR)``,
+    about ``x`` while small, never past ``-L``; monotone, so the band keeps its order."""
+    limit = -math.log(HORIZON_FLOOR)
+
+    def saturate(value: float) -> float:
+        x = min(0.0, math.log(value / best)) if value > 0 else -math.inf
+        return best * math.exp(-limit * (1 - math.exp(x / limit)))
+
+    return saturate(values[0]), saturate(values[1]), saturate(values[2])
+
+
 def _posterior(history_ms: Sequence[float], pool: Pool) -> tuple[float, float, float, float]:
     """A task's slope (mean, predictive variance), its own batches' share of that mean, and the
     next batch's stage factor ``ln(1 + 1/n)``."""
@@ -297,7 +317,7 @@ def curve(state: TaskState, pool: Pool, horizon_s: float, band: float = 0.8,
     for j in range(points):
         t = horizon_s * j / (points - 1)
         k = effective_batches(t / f.batch_s, len(state.best_history_ms))
-        mean, low, high = _clipped(f.best_ms, k * f.log_ratio, k * var, z)
+        mean, low, high = _floored(f.best_ms, _clipped(f.best_ms, k * f.log_ratio, k * var, z))
         for values, v in ((out.seconds, t), (out.mean_ms, mean), (out.low_ms, low),
                           (out.high_ms, high)):
             values.append(v)
@@ -343,7 +363,8 @@ def model_forecast(tasks: Sequence[TaskState], pool: Pool, horizon_s: float,
 
     def at(i: int, k: int) -> tuple[float, float, float]:
         f, big_k = forecasts[i], effective_batches(k, len(tasks[i].best_history_ms))
-        return _clipped(f.best_ms, big_k * f.log_ratio, big_k * f.log_sd ** 2, z)
+        return _floored(f.best_ms,
+                        _clipped(f.best_ms, big_k * f.log_ratio, big_k * f.log_sd ** 2, z))
 
     def low_at(i: int, k: int) -> float:
         return at(i, k)[1]

@@ -322,7 +322,7 @@ class TaskLoop:
         """``tuner.run_batch(n)``, its seconds (paused time not counted) charged to the task:
         the search's (until its last stage) and the measuring's per trial."""
         spent0 = self.clock.spent_s()
-        trials0 = tuner.trials_done
+        trials0, joined = tuner.trials_done, len(tuner.best_history_ms)
         searched = spent0
         batch = tuner.run_batch(n)
         try:
@@ -330,15 +330,23 @@ class TaskLoop:
                 kind = next(batch)
                 if kind == "stage":
                     searched = self.clock.spent_s()
-                elif kind == "batch":
+                elif kind == "batch":  # measured and joined: its forecast before the pause
                     self._charge(index, spent0, searched, tuner.trials_done - trials0)
                     spent0 = None
+                    self._joined(index, tuner, joined)
                 yield kind
         except StopIteration as end:
             return end.value
         finally:
             if spent0 is not None:  # ended without measuring (empty, exhausted, stopped)
                 self._charge(index, spent0, self.clock.spent_s(), 0)
+                self._joined(index, tuner, joined)
+
+    def _joined(self, index: int, tuner: Any, joined: int) -> None:
+        """After a batch joined the task's best-latency history: its seconds, the forecast."""
+        if len(tuner.best_history_ms) > joined:
+            self.seconds_history[index].append(self.task_seconds[index])
+            self.emit_forecast()
 
     def _charge(self, index: int, start: float, searched: float, trials: int) -> None:
         now = self.clock.spent_s()
@@ -400,11 +408,7 @@ class TaskLoop:
                 done=[d is not None for d in self.done])
             self.batch += 1
             self.log(f"TaskScheduler picks Task #{index}: {self.tasks[index].name}")
-            joined = len(tuner.best_history_ms)
             outcome = yield from self.timed_batch(index, tuner, n)
-            if len(tuner.best_history_ms) > joined:
-                self.seconds_history[index].append(self.task_seconds[index])
-                self.emit_forecast()
             self.log(f"[Updated] Task #{index}: {self.tasks[index].name}", table=True)
             if outcome is None:
                 self.task_done(index, tuner.end_reason or "search space exhausted")
