@@ -39,8 +39,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "TIMING_BUDGET_S", "DrawError", "check_draws",
-           "run_draws", "time_calls", "timing_runs"]
+__all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "SLOW_FACTOR", "TIMING_BUDGET_S", "DrawError",
+           "check_draws", "run_draws", "time_calls", "timing_runs"]
 
 #: Fresh processes a model is timed in by default (the least of them is kept).
 DEFAULT_DRAWS = 3
@@ -49,6 +49,10 @@ DRAW_TIMEOUT_S = 600.0
 #: Seconds the timing of one build may take in a draw: a slow build (an untuned BERT runs for
 #: seconds on 2 cores) is timed over fewer runs, down to one.
 TIMING_BUDGET_S = 5.0
+#: A timing this many times the least of its kind (the same build, other draws or rounds) is
+#: taken to have fallen in the machine's slow mode: on these 2-core VMs every kernel of every
+#: build runs ~1.4x (Zen 4) to ~2x (Zen 5) slower together for a while, across processes.
+SLOW_FACTOR = 1.25
 #: The VM builtin whose calls measure the hook's own cost (it does nothing).
 NOOP_CALL = "vm.builtin.null_value"
 

@@ -19,6 +19,7 @@ import numpy as np
 from msviz import compat
 from msviz.check.draws import (
     DEFAULT_DRAWS,
+    SLOW_FACTOR,
     TIMING_BUDGET_S,
     check_draws,
     run_draws,
@@ -51,13 +52,18 @@ def end_to_end_times(draws: Sequence[Mapping[str, float]]) -> dict:
     (``untuned``, ``tuned``) the least (``<build>_us``), every draw's time
     (``<build>_draws_us``, in draw order) and their spread (``<build>_spread``: the slowest
     draw over the least), and ``draws``. Pure: ``draws`` is one ``{"untuned_us": ...,
-    "tuned_us": ...}`` per draw."""
+    "tuned_us": ...}`` per draw. ``slow_draws``: the draws in which both builds ran over
+    :data:`~msviz.check.draws.SLOW_FACTOR` times their least (the machine's slow mode)."""
     data: dict[str, Any] = {"draws": len(draws)}
+    slow: list[set[int]] = []
     for key in ("untuned", "tuned"):
         times = [float(d[f"{key}_us"]) for d in draws]
         least = min(times) if times else None
         data.update({f"{key}_us": least, f"{key}_draws_us": times,
                      f"{key}_spread": max(times) / least if least else None})
+        slow.append({i for i, t in enumerate(times) if least and t > SLOW_FACTOR * least})
+    # the slow mode is the machine's, so it slows both builds of a draw together
+    data["slow_draws"] = sorted(slow[0] & slow[1])
     return data
 
 
@@ -82,6 +88,7 @@ def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, see
     data: dict[str, Any] = {"untuned_us": None, "tuned_us": None, "match": None,
                             "max_abs_diff": None, "fallback": [], "error": None,
                             "draws": draws, "untuned_draws_us": [], "tuned_draws_us": [],
+                            "slow_draws": [],
                             "untuned_spread": None, "tuned_spread": None}
     calls, database = None, None
     step = "opening the database"

@@ -32,12 +32,19 @@ from typing import Any
 import pandas as pd
 
 from msviz import compat
-from msviz.check.draws import DEFAULT_DRAWS, NOOP_CALL, check_draws, run_draws, time_calls
+from msviz.check.draws import (
+    DEFAULT_DRAWS,
+    NOOP_CALL,
+    SLOW_FACTOR,
+    check_draws,
+    run_draws,
+    time_calls,
+)
 from msviz.check.model import best_record_us, fallback_tasks
 
 __all__ = ["DEFAULT_DRAWS", "DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "OTHER_COLUMNS",
            "PROFILE_RUNS", "combine_draws", "flags", "match_call", "model_profile_frame",
-           "profile_draws", "profile_executable", "profile_model", "time_calls"]
+           "profile_draws", "profile_executable", "profile_model", "slow_draws", "time_calls"]
 
 #: Model runs timed in each draw (after one untimed warm-up).
 PROFILE_RUNS = 10
@@ -86,7 +93,8 @@ def combine_draws(draws: Sequence[Mapping[str, Any]], task_names: Sequence[str],
         median, None where a draw had no call of it), ``tuned_us``, ``ratio``
         (``in_model_us / tuned_us``), ``fallback``), ``other`` (per symbol of no task:
         ``call``, ``calls`` per run, ``us_per_run``: the least over the draws), ``hook_us``
-        (the median of the draws'), ``runs`` (the fewest a draw timed), ``draws``.
+        (the median of the draws'), ``runs`` (the fewest a draw timed), ``draws``,
+        ``slow_draws`` (:func:`slow_draws`).
     """
     fallback = set(fallback)
     per_draw: list[dict[str, float]] = []  # per draw: task -> median call
@@ -119,7 +127,17 @@ def combine_draws(draws: Sequence[Mapping[str, Any]], task_names: Sequence[str],
     hooks = [float(d["hook_us"]) for d in draws if d.get("hook_us") is not None]
     return {"rows": rows, "other": sorted(other.values(), key=lambda r: -r["us_per_run"]),
             "hook_us": statistics.median(hooks) if hooks else None,
-            "runs": min((int(d["runs"]) for d in draws), default=None), "draws": len(draws)}
+            "runs": min((int(d["runs"]) for d in draws), default=None), "draws": len(draws),
+            "slow_draws": slow_draws(per_draw, calls)}
+
+
+def slow_draws(per_draw: Sequence[Mapping[str, float]], calls: Mapping[str, int]) -> list[int]:
+    """The draws whose kernels took, per model run (each task's median call x its calls),
+    over :data:`~msviz.check.draws.SLOW_FACTOR` times the fastest draw's: a process in the
+    machine's slow mode, where every kernel runs slower together. Pure."""
+    totals = [sum(us * calls.get(task, 1) for task, us in draw.items()) for draw in per_draw]
+    least = min(totals, default=0.0)
+    return [i for i, t in enumerate(totals) if least > 0 and t > SLOW_FACTOR * least]
 
 
 def _tuned_and_fallback(tasks: Sequence[Any], database: Any) -> tuple[dict, list[str]]:
@@ -203,7 +221,8 @@ def model_profile_frame(data: dict, threshold: float = DEFAULT_THRESHOLD) -> pd.
     ``in_model_us`` is the least draw, ``in_model_max_us`` the slowest, ``spread`` the one over
     the other (NaN where the least is 0); ``ratio`` is ``in_model_us / tuned_us``; ``flagged``
     and ``disputed`` are :func:`flags` at ``threshold``. ``attrs`` holds ``other`` (a frame of
-    :data:`OTHER_COLUMNS`), ``threshold``, ``hook_us``, ``runs`` and ``draws``. A profile
+    :data:`OTHER_COLUMNS`), ``threshold``, ``hook_us``, ``runs``, ``draws`` and
+    ``slow_draws``. A profile
     recorded before draws (no ``in_model_draws_us``) reads as one draw."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
             threshold > 0):
@@ -237,5 +256,5 @@ def model_profile_frame(data: dict, threshold: float = DEFAULT_THRESHOLD) -> pd.
         other=pd.DataFrame(data.get("other") or [], columns=OTHER_COLUMNS).astype(
             {"call": "string", "calls": "float64", "us_per_run": "float64"}),
         threshold=float(threshold), hook_us=data.get("hook_us"), runs=data.get("runs"),
-        draws=int(draws))
+        draws=int(draws), slow_draws=list(data.get("slow_draws") or []))
     return frame

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from msviz.check.draws import DEFAULT_DRAWS, check_draws, run_draws
+from msviz.check.draws import DEFAULT_DRAWS, SLOW_FACTOR, check_draws, run_draws
 
 __all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "SLOW_FACTOR", "PairedComparison", "compare_builds",
            "paired_summary"]
@@ -33,8 +33,6 @@ DEFAULT_ROUNDS = 6
 #: The share of rounds that must fall on one side of 1 (and the median beyond the tolerance) for
 #: a verdict.
 AGREEMENT = 0.8
-#: A build's timing this many times its least over all rounds is counted as a slow-mode round.
-SLOW_FACTOR = 1.5
 
 
 @dataclass(frozen=True)

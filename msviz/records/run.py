@@ -174,7 +174,8 @@ class Run:
         The last end-to-end check of a model msviz tuned here (``Session.check_model``):
         ``untuned_us``, ``tuned_us``, ``match``, ``max_abs_diff``, ``fallback``, ``error``,
         ``draws``, ``untuned_draws_us``, ``tuned_draws_us``, ``untuned_spread``,
-        ``tuned_spread`` (None in a check recorded before it was timed in several draws).
+        ``tuned_spread`` (None in a check recorded before it was timed in several draws),
+        ``slow_draws`` (the draws in the machine's slow mode).
     migration : Migration or None
         How records written by a TVM before the ``s_tir`` rename were migrated on read
         (:mod:`msviz.records.migrated`); None when nothing needed it.
@@ -500,7 +501,7 @@ class Run:
 #: The fields of an end-to-end check (``Session.check_model``, the ``end_to_end`` event).
 END_TO_END_FIELDS = ("untuned_us", "tuned_us", "match", "max_abs_diff", "fallback", "error",
                      "draws", "untuned_draws_us", "tuned_draws_us", "untuned_spread",
-                     "tuned_spread")
+                     "tuned_spread", "slow_draws")
 
 
 def _end_to_end_data(entry: dict) -> dict:

@@ -91,6 +91,8 @@ class EndToEndInfo(NamedTuple):
     draws: int = 1
     untuned_spread: float | None = None  # the slowest draw over the least
     tuned_spread: float | None = None
+    # the draws (0-based) in which both builds ran in the machine's slow mode
+    slow_draws: tuple[int, ...] = ()
 
 
 class ModelLatencyInfo(NamedTuple):
@@ -257,7 +259,8 @@ def end_to_end_info(event: Any) -> EndToEndInfo:
         _float(untuned), _float(tuned), speedup, _get(event, "match"), _float(diff),
         tuple(str(n) for n in _get(event, "fallback") or ()), _get(event, "error"),
         int(_get(event, "draws") or 1), _float(_get(event, "untuned_spread")),
-        _float(_get(event, "tuned_spread")))
+        _float(_get(event, "tuned_spread")),
+        tuple(int(i) for i in _get(event, "slow_draws") or ()))
 
 
 def _float(value: Any) -> float | None:
@@ -454,6 +457,10 @@ def end_to_end_html(info: EndToEndInfo | None) -> str:
             ("untuned", info.untuned_spread), ("tuned", info.tuned_spread)) if value is not None]
         parts.append(f"least of {info.draws} fresh processes"
                      + (f" (spread: {', '.join(spreads)})" if spreads else ""))
+        if info.slow_draws:
+            which = ", ".join(str(i + 1) for i in info.slow_draws)
+            parts.append(f"process{'es' if len(info.slow_draws) > 1 else ''} {which} ran in "
+                         "the machine's slow mode (both builds slower together)")
     if info.match is not None:
         parts.append("outputs match" if info.match else
                      f"<b style='color:#b00020'>outputs differ</b> (max |diff| "

@@ -347,10 +347,13 @@ def test_end_to_end_times_are_the_least_draw() -> None:
     assert end_to_end_times(draws) == {
         "draws": 3, "untuned_us": 100.0, "untuned_draws_us": [100.0, 190.0, 104.0],
         "untuned_spread": 1.9, "tuned_us": 20.0, "tuned_draws_us": [20.0, 41.0, 25.0],
-        "tuned_spread": 2.05}
+        "tuned_spread": 2.05, "slow_draws": [1]}  # draw 3: tuned 1.25x, untuned 1.04x: no
     assert end_to_end_times([{"untuned_us": 8.0, "tuned_us": 2.0}]) == {
         "draws": 1, "untuned_us": 8.0, "untuned_draws_us": [8.0], "untuned_spread": 1.0,
-        "tuned_us": 2.0, "tuned_draws_us": [2.0], "tuned_spread": 1.0}
+        "tuned_us": 2.0, "tuned_draws_us": [2.0], "tuned_spread": 1.0, "slow_draws": []}
+    # one build slow alone is that build's draw, not the machine's mode
+    assert end_to_end_times([{"untuned_us": 100.0, "tuned_us": 20.0},
+                             {"untuned_us": 101.0, "tuned_us": 40.0}])["slow_draws"] == []
 
 
 def test_end_to_end_view_shows_the_least_and_the_spread() -> None:
@@ -364,10 +367,11 @@ def test_end_to_end_view_shows_the_least_and_the_spread() -> None:
                                 {"untuned_us": 190.0, "tuned_us": 41.0},
                                 {"untuned_us": 104.0, "tuned_us": 25.0}])}
     info = end_to_end_info(data)
-    assert info == EndToEndInfo(100.0, 20.0, 5.0, True, 0.0, (), None, 3, 1.9, 2.05)
+    assert info == EndToEndInfo(100.0, 20.0, 5.0, True, 0.0, (), None, 3, 1.9, 2.05, (1,))
     assert end_to_end_html(info) == (
         "<div class='msviz-e2e'><b>End to end</b>: untuned 100.000 µs · tuned 20.000 µs · "
         "speed-up 5.00x · least of 3 fresh processes (spread: untuned 1.90x, tuned 2.05x) · "
+        "process 2 ran in the machine's slow mode (both builds slower together) · "
         "outputs match</div>")
     old = {k: data[k] for k in ("untuned_us", "tuned_us", "match", "max_abs_diff", "fallback",
                                 "error")}
@@ -449,3 +453,15 @@ def test_draws_run_in_fresh_processes(tmp_path: Path) -> None:
         run_draws({"plain": exe}, model.random_inputs(0), "nope", "cpu", jobs[:1], draws=1)
     with pytest.raises(ValueError, match="draws must be an int >= 1"):
         run_draws({"plain": exe}, model.random_inputs(0), model.func_name, "cpu", jobs, draws=0)
+
+
+def test_a_profile_draw_in_the_slow_mode_is_named() -> None:
+    """Per draw, the kernels' time per model run (median call x calls): over 1.25x the
+    fastest draw's is the machine's slow mode."""
+    from msviz.check.model_profile import slow_draws
+
+    per_draw = [{"a": 10.0, "b": 2.0}, {"a": 14.0, "b": 3.0}, {"a": 10.5, "b": 2.0}]
+    calls = {"a": 1, "b": 3}  # totals 16, 23, 16.5: 23 > 1.25 x 16 = 20
+    assert slow_draws(per_draw, calls) == [1]
+    assert slow_draws(per_draw[:1], calls) == []
+    assert slow_draws([], calls) == []

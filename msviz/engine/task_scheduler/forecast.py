@@ -95,8 +95,8 @@ def _valid(ms: float) -> bool:
 
 def slopes(history_ms: Sequence[float]) -> list[float]:
     """Per joined batch ``i >= 1`` of a best-latency history, the power-law slope of its
-    log-ratio: ``min(0, ln(h[i] / h[i-1])) / ln(1 + 1/i)``, not below :data:`MIN_SLOPE`; a pair with an invalid entry
-    (``>= INVALID_MS``) gives none."""
+    log-ratio: ``min(0, ln(h[i] / h[i-1])) / ln(1 + 1/i)``, not below :data:`MIN_SLOPE`; a
+    pair with an invalid entry (``>= INVALID_MS``) gives none."""
     return [max(MIN_SLOPE, min(0.0, math.log(b / a)) / math.log1p(1 / i))
             for i, (a, b) in enumerate(itertools.pairwise(history_ms), start=1)
             if _valid(a) and _valid(b)]
