@@ -42,6 +42,8 @@ class TimeToQualityInfo(NamedTuple):
     untuned_us: float | None  # every task at its untuned time (None: some untuned time unknown)
     missing: tuple[str, ...]  # tasks with no untuned time known
     source: str  # "session" (events), "sidecar" (recorded lines), "logs" (stock), "none"
+    # the forecast scheduler's model at the end of the time budget: (seconds, mean, low, high)
+    forecast: tuple[float, float, float, float] | None = None
 
 
 def _empty(name: str, source: str, missing: tuple[str, ...] = ()) -> TimeToQualityInfo:
@@ -120,9 +122,13 @@ def _points_info(points: Sequence[Mapping[str, Any]], untuned: Mapping[str, Any]
 
 def events_quality_info(events: Iterable[Any], *, name: str = "") -> TimeToQualityInfo:
     """A live session's curve from its events (``untuned`` and ``model_latency``)."""
-    points, untuned, tasks = [], {}, []
+    points, untuned, tasks, forecast = [], {}, [], None
     for event in events:
-        if event.kind == Q.QUALITY_KIND:
+        if event.kind == "forecast" and event.data.get("at_budget"):
+            at = event.data["at_budget"]  # the budget's clock: the curve's, pauses left out
+            forecast = (float(event.data["seconds"]) + float(at["horizon_s"]),
+                        float(at["mean_us"]), float(at["low_us"]), float(at["high_us"]))
+        elif event.kind == Q.QUALITY_KIND:
             points.append(event.data)
         elif event.kind == Q.UNTUNED_KIND:
             untuned = {str(t["name"]): t.get("untuned_us") for t in event.get("tasks") or ()}
@@ -133,7 +139,7 @@ def events_quality_info(events: Iterable[Any], *, name: str = "") -> TimeToQuali
     if not points:
         warnings.warn("no measured batch yet: no curve to draw", MsvizWarning, stacklevel=2)
         return _empty(name, "session", tuple(n for n in tasks if untuned.get(n) is None))
-    return _points_info(points, untuned, name, "session", tasks)
+    return _points_info(points, untuned, name, "session", tasks)._replace(forecast=forecast)
 
 
 def run_quality_info(run: Any, *, name: str | None = None,
@@ -221,6 +227,17 @@ def time_to_quality_figure(infos: TimeToQualityInfo | Sequence[TimeToQualityInfo
             customdata=[c for _, _, c in pts],
             hovertemplate="%{y:.4g} µs at %{x:.4g}<br>%{customdata} task(s) untuned"
                           "<extra>%{fullData.name}</extra>"))
+        if info.forecast is not None and x == "time":
+            end, mean, low, high = info.forecast
+            ys += [low, high]
+            fig.add_trace(go.Scatter(  # from the last point to the budget's end
+                x=[pts[-1][0], end], y=[pts[-1][1], mean], mode="lines+markers",
+                line={"dash": "dash", "width": 1.5}, marker={"size": [0, 8]},
+                error_y={"type": "data", "symmetric": False, "array": [0, high - mean],
+                         "arrayminus": [0, mean - low]},
+                name=f"{info.name or 'run'}: forecast at the end of the budget",
+                hovertemplate=f"at {end:.0f} s: {mean:.4g} µs (80% band {low:.4g} to "
+                              f"{high:.4g})<extra></extra>"))
     if not ys:
         why = "no measured batch yet" if not any(i.seconds for i in infos) else \
             "unknown until every task has a successful trial or an untuned time"

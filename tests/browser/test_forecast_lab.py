@@ -107,6 +107,15 @@ def test_forecast_section_live(tmp_path: Path) -> None:
         time.sleep(0.5)
         box.screenshot(str(ARTIFACTS / "tab-tasks-forecast.png"))
         driver.save_screenshot(str(ARTIFACTS / "tab-tasks-forecast-page.png"))
+        # the time-to-quality curve carries the forecast to the end of the budget
+        quality = driver.find_element("css selector", ".msviz-dashboard .msviz-time-to-quality")
+        driver.execute_script("arguments[0].scrollIntoView()", quality)
+        _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard "
+              ".msviz-time-to-quality .legendtext')].some(t => t.textContent.includes("
+              "'forecast at the end of the budget'))", timeout=60,
+              what="the forecast on the time-to-quality curve")
+        time.sleep(0.5)
+        quality.screenshot(str(ARTIFACTS / "tab-tasks-quality-forecast.png"))
         page = driver.page_source
         for bad in BAD_TEXT:
             assert bad not in page

@@ -88,3 +88,37 @@ def test_no_batch_yet_warns_and_the_figure_says_so() -> None:
     fig = time_to_quality_figure(empty)
     assert fig.layout.annotations[0].text == "no measured batch yet"
     assert fig.layout.title.text == "Time to quality"
+
+
+def test_a_session_s_curve_carries_the_forecast_to_the_end_of_its_budget() -> None:
+    from msviz.engine.events import Event
+    from msviz.views.quality import events_quality_info
+
+    def event(seq: int, kind: str, **data: object) -> Event:
+        return Event(seq, kind, 1000.0 + seq, "m", data)
+
+    events = [
+        event(0, "started"), event(1, "tasks", tasks=[{"name": "a"}, {"name": "b"}]),
+        event(2, "untuned", tasks=[{"name": "a", "untuned_us": 50.0},
+                                   {"name": "b", "untuned_us": 30.0}]),
+        event(3, "model_latency", started=1000.0, elapsed=4.0, trials=2, estimate_us=60.0,
+              untuned_tasks=1, untuned_model_us=80.0),
+        event(4, "forecast", seconds=4.5, at_budget={
+            "horizon_s": 55.5, "now_us": 60.0, "mean_us": 40.0, "low_us": 31.0,
+            "high_us": 52.0, "batches": [3, 2], "unknown": []}),
+        event(5, "model_latency", started=1000.0, elapsed=8.0, trials=4, estimate_us=45.0,
+              untuned_tasks=0, untuned_model_us=80.0),
+        event(6, "forecast", seconds=8.2, at_budget={
+            "horizon_s": 51.8, "now_us": 45.0, "mean_us": 36.0, "low_us": 30.0,
+            "high_us": 41.0, "batches": [2, 2], "unknown": []}),
+    ]
+    info = events_quality_info(events)
+    assert info == TimeToQualityInfo("m", (4.0, 8.0), (2, 4), (60.0, 45.0), (1, 0), 80.0, (),
+                                     "session", (60.0, 36.0, 30.0, 41.0))  # the last: 8.2 + 51.8
+    fig = time_to_quality_figure(info)
+    line, forecast = fig.data
+    assert forecast.name == "m: forecast at the end of the budget"
+    assert list(forecast.x) == [8.0, 60.0] and list(forecast.y) == [45.0, 36.0]
+    assert list(forecast.error_y.array) == [0, 5.0] and list(forecast.error_y.arrayminus) == [
+        0, 6.0]
+    assert [t.name for t in time_to_quality_figure(info, x="trial").data] == ["m"]
