@@ -116,7 +116,7 @@ def test_a_session_s_curve_carries_the_forecast_to_the_end_of_its_budget() -> No
     assert info == TimeToQualityInfo("m", (4.0, 8.0), (2, 4), (60.0, 45.0), (1, 0), 80.0, (),
                                      "session", (60.0, 36.0, 30.0, 41.0))  # the last: 8.2 + 51.8
     fig = time_to_quality_figure(info)
-    line, forecast = fig.data
+    _, forecast = fig.data
     assert forecast.name == "m: forecast at the end of the budget"
     assert list(forecast.x) == [8.0, 60.0] and list(forecast.y) == [45.0, 36.0]
     assert list(forecast.error_y.array) == [0, 5.0] and list(forecast.error_y.arrayminus) == [

@@ -238,16 +238,6 @@ class TaskLoop:
 
     # -- the forecast scheduler -------------------------------------------------------------------
 
-    def stop_flat(self) -> None:
-        """With a scheduler that forecasts (``"forecast"``), end the tasks whose expected gain
-        fell below its threshold (a pinned task goes on)."""
-        flat = getattr(self.scheduler, "flat", None)
-        if flat is None:
-            return
-        for index in flat(self.states()):
-            if not self.pinned[index] and self.done[index] is None:
-                self.task_done(index, "forecast: its expected gain is below the threshold")
-
     def emit_forecast(self) -> None:
         """After a joined batch, with a scheduler that forecasts: a ``forecast`` event holding
         each task's forecast (:meth:`Forecasting.explain`), how well the forecasts held so far
@@ -373,7 +363,6 @@ class TaskLoop:
                 return (f"reached max_seconds ({self.clock.spent_s():.1f} of "
                         f"{self.config.max_seconds:g} s spent)")
             forced, self.forced = self.forced, None
-            self.stop_flat()
             with self.timeit("TaskScheduler/NextTaskId"):
                 pick = self.scheduler.next_task(self.states(), forced=forced)
             if pick.task is None:
