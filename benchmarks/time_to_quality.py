@@ -68,6 +68,10 @@ def tune_one(config: str, model_name: str, trials: int, batch: int, seed: int, w
         if session.wait() != "finished":
             raise RuntimeError(f"msviz session {session.state}: {session.end_reason}")
         reason = session.end_reason
+        held = [e for e in session.events.snapshot() if e.kind == "forecast"]
+        if held:  # how well the forecasts held: outcomes inside their 80% band
+            reason += (f"; forecasts held: {held[-1].data['inside']} of "
+                       f"{held[-1].data['total']} outcomes inside the 80% band")
     else:
         _tune_stock(config, model, target, work_dir, trials, batch, seed, None)
     wall = time.perf_counter() - tic
