@@ -454,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--time-per-task", type=_seconds, metavar="DURATION",
                       help="a model's per-task time budget (max_seconds_per_task)")
     tune.add_argument("--task-scheduler", choices=list(SCHEDULERS),
-                      help="which task gets the next batch (default gradient)")
+                      help="which task gets the next batch (default forecast; gradient: "
+                      "MetaSchedule's)")
     tune.add_argument("--population-size", type=_count(1, KNOB_LIMITS["population_size"]),
                       help="evolutionary population (512)")
     tune.add_argument("--genetic-num-iters", type=_count(0, KNOB_LIMITS["genetic_num_iters"]),

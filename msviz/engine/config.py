@@ -73,7 +73,7 @@ class SessionConfig:
     builder_timeout: float = 30.0
     runner_timeout: float = 30.0
     evaluator_config: Any = None
-    task_scheduler: Any = "gradient"
+    task_scheduler: Any = "forecast"
     end_to_end_check: bool = True
     check: str = "best"
 

@@ -16,7 +16,8 @@ Fields of the main kinds (every task event also has ``task_index``):
   per task. Session-level events (``started``, ``tasks``, ``scheduled``, ``end_to_end``, the
   end) have ``task`` = the model's (or workload's) name.
 * ``scheduled`` (once per batch, before the picked task's search runs): ``batch`` (global,
-  continues on resume), ``scheduler`` (``"gradient"`` | ``"round-robin"``), ``pick`` (task
+  continues on resume), ``scheduler`` (``"forecast"`` | ``"gradient"`` |
+  ``"round-robin"``), ``pick`` (task
   index), ``pick_name``, ``reason``, ``forced``, and per task: ``gradients``, ``best_us``,
   ``trials``, ``done``.
 * ``task_done``: ``task_index``, ``reason`` (``"reached max_trials_per_task"``, the search's

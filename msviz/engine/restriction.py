@@ -177,7 +177,7 @@ def _new_session(workload: Any, target: Any, rules: RuleSet, config: SessionConf
     else:
         config = dataclasses.replace(
             config, rules=rules, max_trials=max_trials, resume=False, max_trials_per_task=None,
-            task_scheduler="gradient").updated(**options)
+            task_scheduler="forecast").updated(**options)
         session = Session.from_config(workload, config, work_dir=work_dir)
     if start:
         session.start()

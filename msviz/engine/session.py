@@ -95,9 +95,11 @@ class Session:
         ``max_trials`` too, the first reached ends tuning.
     max_seconds_per_task : float, optional
         The same budget for each task of a model (the task ends when it is spent).
-    task_scheduler : {"gradient", "round-robin"} | TaskScheduler
-        Which task gets the next batch: MetaSchedule's ``GradientBased`` (``alpha=0.2``,
-        ``window_size=3``, the session's seed) or ``RoundRobin``.
+    task_scheduler : {"forecast", "gradient", "round-robin"} | TaskScheduler
+        Which task gets the next batch: ``"forecast"`` (default; each task's learning curve
+        against seconds, the largest expected gain per second, a reason in words: see
+        docs/models.md), MetaSchedule's ``GradientBased`` (``alpha=0.2``, ``window_size=3``,
+        the session's seed) or ``RoundRobin``.
     params, spec : optional
         A Relax model's weights, an ``nn.Module``'s input spec.
     end_to_end_check : bool
@@ -156,7 +158,7 @@ class Session:
                  builder: Any = "local", runner: Any = "local", num_threads: int | None = None,
                  builder_timeout: float = 30.0, runner_timeout: float = 30.0,
                  evaluator_config: Any = None, max_trials_per_task: int | None = None,
-                 task_scheduler: Any = "gradient", params: dict | None = None,
+                 task_scheduler: Any = "forecast", params: dict | None = None,
                  spec: dict | None = None, end_to_end_check: bool = True,
                  check: str = "best", max_seconds: float | None = None,
                  max_seconds_per_task: float | None = None, **knobs: Any) -> None:
@@ -371,7 +373,8 @@ class Session:
         return self._steer("budget", (self.task_index(task), max_trials))
 
     def set_scheduler(self, kind: Any) -> Future:
-        """Switch the task scheduler (``"gradient"`` or ``"round-robin"``) from the next pick on.
+        """Switch the task scheduler (``"forecast"``, ``"gradient"`` or ``"round-robin"``) from
+        the next pick on.
         A new ``GradientBased`` starts with its warm-up over the tasks not tuned yet."""
         return self._steer("scheduler", scheduler_kinds.create(kind, seed=self.seed))
 

@@ -62,7 +62,7 @@ class TasksInfo(NamedTuple):
 
     frame: pd.DataFrame  # TASK_TABLE_COLUMNS, index "ID"
     next_pick: int | None  # the task the last ``scheduled`` event picked
-    scheduler: str | None  # "gradient" | "round-robin"
+    scheduler: str | None  # "forecast" | "gradient" | "round-robin"
     reason: str | None  # why it picked that task
     total_latency_us: float | None  # weight x (best, else untuned) summed; None: some has neither
     untuned_tasks: int = 0  # tasks counted at their untuned time in the total

@@ -17,7 +17,8 @@ from msviz import compat
 from msviz.engine import Session
 from tests.engine.conftest import TINY
 
-OPTIONS: dict[str, Any] = {**TINY, "trials_per_batch": 2}
+#: MetaSchedule's GradientBased: these tests check its port (msviz's default is "forecast").
+OPTIONS: dict[str, Any] = {**TINY, "trials_per_batch": 2, "task_scheduler": "gradient"}
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +149,8 @@ def test_the_end_to_end_check_is_stored_in_the_work_dir(tuned: Any) -> None:
     assert run.end_to_end == e2e.data  # the draws and their spread too
     assert set(run.end_to_end) == {"untuned_us", "tuned_us", "match", "max_abs_diff",
                                    "fallback", "error", "draws", "untuned_draws_us",
-                                   "tuned_draws_us", "untuned_spread", "tuned_spread"}
+                                   "tuned_draws_us", "untuned_spread", "tuned_spread",
+                                   "slow_draws"}
     text = render_report(run)
     assert "<b>End to end</b>" in text and "outputs match" in text
     assert (f"least of 2 fresh processes (spread: untuned {e2e['untuned_spread']:.2f}x, tuned "
@@ -280,9 +282,9 @@ def _bind_to_threads() -> Any:
 def test_a_task_whose_every_candidate_fails_is_done_after_two_batches(tmp_path: Path) -> None:
     from msviz.engine import RuleSet
 
-    session = Session("mlp", work_dir=tmp_path / "wd", max_trials=20,
-                      task_scheduler="round-robin", strategy="replay",
-                      end_to_end_check=False, **OPTIONS)  # not what this tests
+    session = Session("mlp", work_dir=tmp_path / "wd", max_trials=20, strategy="replay",
+                      end_to_end_check=False,  # not what this tests
+                      **{**OPTIONS, "task_scheduler": "round-robin"})
     session.set_rules(RuleSet([_bind_to_threads()], [], {}), task=1)
     session.start()
     assert session.wait(900) == "finished", session.end_reason
