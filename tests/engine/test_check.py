@@ -407,7 +407,9 @@ def test_combine_draws_keeps_the_least_and_every_draw() -> None:
              "tuned_us": 1.0, "ratio": 1.0, "fallback": False}],
         "other": [{"call": "vm.builtin.alloc_tensor", "calls": 3.0, "us_per_run": 1.5},
                   {"call": "vm.builtin.match_shape", "calls": 1.0, "us_per_run": 0.5}],
-        "hook_us": 0.5, "runs": 2, "draws": 2}
+        "hook_us": 0.5, "runs": 2, "draws": 2,
+        # kernels per run: 12 + 2 x 6 + 4 + 1 = 29, then 18 + 2 x 7.5 + 5 + 1 = 39 > 1.25 x 29
+        "slow_draws": [1]}
     frame = model_profile_frame(data)
     # mm is 1.8x its tuned time in the slow process alone: disputed, never flagged
     assert list(frame["flagged"]) == [False, True, False, False]
