@@ -394,8 +394,12 @@ def _seconds(text: str) -> float:
     try:
         value = parse_duration(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a duration (seconds, or 90s, 20m, 1h30m)") from None
+        try:
+            float(text)  # a number, but not > 0 (or not finite)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a duration (seconds, or 90s, 20m, 1h30m)") from None
+        value = 0.0
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
     return value

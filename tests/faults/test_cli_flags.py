@@ -23,6 +23,9 @@ from msviz.fleet import free_port
                                    "knows"),
     (["--rpc", "localhost:9190"], "argument --rpc: want HOST:PORT:KEY"),
     (["--rpc-wait", "0"], "argument --rpc-wait: 0 must be a positive number of seconds"),
+    (["--time", "0"], "argument --time: 0 must be a positive number of seconds"),
+    (["--time", "5x"], "argument --time: '5x' is not a duration (seconds, or 90s, 20m, 1h30m)"),
+    (["--time-per-task", "ten"], "argument --time-per-task: 'ten' is not a duration"),
     (["--population-size", "2000000"], "argument --population-size: 2000000 is out of range"),
 ])
 def test_a_bad_flag_is_named(argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
@@ -53,3 +56,10 @@ def test_a_refused_rpc_connection_is_said_and_the_wait_ends(
     assert "Traceback" not in err
     assert "msviz: tuning failed: NoDevicesError: no RPC server registered under key 'cpu'" \
         in err and "within 3 s" in err, err
+
+
+def test_durations_parse() -> None:
+    from msviz.cli import build_parser
+
+    args = build_parser().parse_args(["tune", "mlp", "--time", "1h30m", "--time-per-task", "90s"])
+    assert (args.time, args.time_per_task, args.trials) == (5400.0, 90.0, None)
