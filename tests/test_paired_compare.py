@@ -4,7 +4,6 @@ and a verdict only where the rounds agree."""
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 import pytest
@@ -99,10 +98,8 @@ def _matmul_builds() -> tuple[dict, list, float]:
 
 def test_a_faster_build_is_found_faster_in_paired_rounds() -> None:
     builds, inputs, separate = _matmul_builds()
-    tic = time.perf_counter()
     got = compare_builds(builds, inputs, "forward", rounds=3, draws=2, number=5, repeat=2,
                          min_repeat_ms=0)
-    assert time.perf_counter() - tic < 120
     assert (got.names, len(got.ratio), got.draw) == (("plain", "fast"), 6, [0, 0, 0, 1, 1, 1])
     assert separate < 0.8  # the hand schedule is faster (measured apart, in this process)
     assert 0.5 * separate < got.median < 2 * separate  # the paired figure agrees with it

@@ -5,8 +5,9 @@ only where the rounds agree.
 On small shared machines a model's timing flips between a fast mode and a ~2x slow one, from one
 process to the next and within a process; two builds timed in turn in the same process share the
 mode of that moment, so their ratio round by round holds where their separate times do not. Each
-draw (a fresh process, :func:`msviz.check.draws.run_draws`) times A, B, A, B, ... (B, A, ... in
-every other draw, so neither build always goes first); a round is one A and one B timing
+draw (a fresh process, :func:`msviz.check.draws.run_draws`; the builds exported once) times
+A, B, then B, A, round after round, so neither build always goes first; a round is one A and
+one B timing
 (``time_evaluator``: ``number`` runs, ``repeat`` times, its median).
 
 :func:`paired_summary` (pure) makes the :class:`PairedComparison` of the timings;
@@ -158,15 +159,11 @@ def compare_builds(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: 
     _check_count("rounds", rounds)
     check_draws(draws)
     a, b = list(builds)
-    plans = []
-    for k in range(draws):
-        order = (a, b) if k % 2 == 0 else (b, a)
-        plans.append([{"kind": "time", "build": name, "number": number, "repeat": repeat,
-                       "min_repeat_ms": min_repeat_ms, "budget": False}
-                      for _ in range(rounds) for name in order])
+    jobs = [{"kind": "time", "build": name, "number": number, "repeat": repeat,
+             "min_repeat_ms": min_repeat_ms, "budget": False}
+            for r in range(rounds) for name in ((a, b) if r % 2 == 0 else (b, a))]
     results = []
-    for k, jobs in enumerate(plans):  # one draw each: a plan per process
-        (out,) = run_draws(builds, inputs, func_name, device, jobs, draws=1)
+    for k, out in enumerate(run_draws(builds, inputs, func_name, device, jobs, draws=draws)):
         times: dict[str, list[float]] = {a: [], b: []}
         for job, res in zip(jobs, out):
             times[job["build"]].append(res["us"])
