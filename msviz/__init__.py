@@ -4,6 +4,7 @@ from typing import Any
 
 from msviz import hooks, models, workloads
 from msviz.engine import Session
+from msviz.engine.library_reuse import coverage
 from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
 from msviz.engine.reproduce import reproduce
@@ -23,6 +24,7 @@ from msviz.errors import (
 from msviz.records import Run, Trial
 from msviz.records import open_work_dir as open
 from msviz.records.bundle import write_bundle as bundle
+from msviz.records.library import Library
 from msviz.records.many import open_many
 from msviz.records.merge import database, merge
 from msviz.records.migrate import migrate_work_dir as migrate
@@ -34,6 +36,7 @@ from msviz.version import __version__ as __version__
 __all__ = [
     "BundleError",
     "DecisionError",
+    "Library",
     "MissingExtraError",
     "MsvizError",
     "MsvizWarning",
@@ -48,6 +51,7 @@ __all__ = [
     "bundle",
     "compare",
     "compare_models",
+    "coverage",
     "dashboard",
     "database",
     "decision_sites",

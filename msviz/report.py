@@ -29,6 +29,13 @@ from msviz.views import (
 from msviz.views import tasks as model_views
 from msviz.views._plotly_imports import pio
 from msviz.views.common import quiet_empty
+from msviz.views.coverage import (
+    coverage_figure,
+    coverage_html,
+    coverage_info,
+    library_trials,
+    library_trials_text,
+)
 from msviz.views.history import SMALL_MULTIPLES_FROM
 from msviz.views.importance import importance_figure, importance_html
 from msviz.views.model_profile import (
@@ -183,6 +190,10 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
     else:
         parts += ["<h2>Tasks</h2>", _table(task_table_info(run.tasks).frame,
                                            text_columns=("Name",))]
+    library = _library_section(run, plotly_js)
+    if library:
+        parts += library
+        plotly_js = False
     # many tasks: one figure of a panel per task (WebGL once it holds many points), not a
     # figure per task (28 figures of 20,000 SVG points took 10 s to open)
     panels = len(run.tasks) >= SMALL_MULTIPLES_FROM
@@ -225,6 +236,26 @@ def render_report(run: Run | str | Path, *, title: str | None = None,
         + "\n".join(parts)
         + "</body></html>"
     )
+
+
+def _library_section(run: Run, plotly_js: bool | str) -> list[str]:
+    """What a tuning library covered of the model before tuning, and the trials that came
+    from it (nothing when the work dir holds no coverage)."""
+    cov = run.coverage
+    if cov is None:
+        return []
+    with quiet_empty():  # a coverage of no task: the figure says so
+        info = coverage_info(cov)
+    fig = coverage_figure(info)
+    fig.update_layout(template="plotly_white")
+    parts = ['<h2 id="library">Library coverage</h2>', coverage_html(info),
+             pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js),
+             f'<p class="msviz-library-trials">{html.escape(library_trials_text(run.trials))}'
+             "</p>"]
+    carried = library_trials(run.trials)
+    if len(carried):
+        parts.append(_table(carried.set_index("trial"), text_columns=("task", "from")))
+    return parts
 
 
 def _quarantine_section(run: Run) -> list[str]:

@@ -19,7 +19,14 @@ from typing import Any
 from msviz import compat
 from msviz.check.schedule import validate_mode
 from msviz.engine.measure.runner import evaluator_config
-from msviz.engine.options import MAX_TRIALS_PER_BATCH, check_budget, check_seconds, check_seed
+from msviz.engine.options import (
+    MAX_TRIALS_PER_BATCH,
+    check_budget,
+    check_reuse,
+    check_seconds,
+    check_seed,
+    library_paths,
+)
 from msviz.engine.search.factory import STRATEGIES
 from msviz.engine.search.presets import PRESETS, SearchKnobs, knobs_for
 from msviz.engine.task_scheduler import kinds as scheduler_kinds
@@ -76,6 +83,8 @@ class SessionConfig:
     task_scheduler: Any = "forecast"
     end_to_end_check: bool = True
     check: str = "best"
+    library: Any = None
+    reuse: str = "improve"
 
     def __post_init__(self) -> None:
         def set_(name: str, value: Any) -> None:
@@ -108,6 +117,8 @@ class SessionConfig:
         set_("num_threads", self.num_threads or compat.host_cores())
         set_("resume", bool(self.resume))
         set_("end_to_end_check", bool(self.end_to_end_check))
+        set_("library", library_paths(self.library))
+        set_("reuse", check_reuse(self.reuse))
 
     # -- what the parts take ----------------------------------------------------------------------
 

@@ -96,6 +96,43 @@ def duration_text(seconds: float) -> str:
     return "".join(f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if v)
 
 
+#: What a tuning library's exact hit does: "improve" (tune on from the library's best) or
+#: "skip" (no trials).
+REUSE_POLICIES = ("improve", "skip")
+
+
+def check_reuse(reuse: Any) -> str:
+    """The reuse policy, checked (a bad one names the choices)."""
+    if reuse not in REUSE_POLICIES:
+        raise ValueError(f"reuse must be one of {', '.join(map(repr, REUSE_POLICIES))}, not "
+                         f"{reuse!r}")
+    return reuse
+
+
+def library_paths(library: Any) -> tuple[str, ...] | None:
+    """A session's ``library=`` as the paths its config keeps (None: no library): a path, a
+    list of paths (work dirs, bundles, folders of them) or an :class:`msviz.Library`.
+
+    Raises
+    ------
+    TypeError
+        For anything else, naming what was given.
+    """
+    why = ("library must be a path, a list of paths (work dirs, bundles, folders of them) or an "
+           "msviz.Library")
+    if library is None:
+        return None
+    if isinstance(getattr(library, "paths", None), (list, tuple)):  # an msviz.Library
+        return tuple(str(p) for p in library.paths)
+    if isinstance(library, (str, Path)):
+        return (str(library),)
+    if isinstance(library, (list, tuple)):
+        if not library or not all(isinstance(p, (str, Path)) for p in library):
+            raise TypeError(f"{why}, got {library!r}")
+        return tuple(str(p) for p in library)
+    raise TypeError(f"{why}, not {type(library).__name__}")
+
+
 def check_seed(seed: Any) -> int | None:
     """``seed`` as an int (None stays None).
 

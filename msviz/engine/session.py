@@ -133,6 +133,16 @@ class Session:
         inputs, after each batch's timings: every candidate that would become the best so far
         (default), every one that ran, or none. A wrong one gets the status ``wrong_result``
         and is never the best (see :mod:`msviz.check.schedule`).
+    library : str | Path | list | msviz.Library, optional
+        A tuning library: other runs' work dirs, bundles and folders of them, read-only
+        (:class:`msviz.Library`). Before the first trial each task's coverage by it is shown
+        (the ``library_coverage`` event); an exact hit (same workload, same target) starts at
+        the library's best, a task with the same anchor block or a sibling (same operator,
+        another shape) measures the library's best schedules carried to it in its first batch,
+        and the cost model starts trained on the library's records (see
+        :mod:`msviz.engine.library_reuse`). Nothing is written into the library.
+    reuse : {"improve", "skip"}
+        What an exact library hit does: tune on from the library's best, or get no trials.
     **knobs
         Search knobs overriding the preset: ``population_size``, ``init_measured_ratio``,
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,
@@ -161,7 +171,8 @@ class Session:
                  task_scheduler: Any = "forecast", params: dict | None = None,
                  spec: dict | None = None, end_to_end_check: bool = True,
                  check: str = "best", max_seconds: float | None = None,
-                 max_seconds_per_task: float | None = None, **knobs: Any) -> None:
+                 max_seconds_per_task: float | None = None, library: Any = None,
+                 reuse: str = "improve", **knobs: Any) -> None:
         if max_trials is None:
             max_trials = DEFAULT_MAX_TRIALS if max_seconds is None else TIME_ONLY_MAX_TRIALS
         config = SessionConfig(
@@ -171,7 +182,8 @@ class Session:
             preset=preset, knobs=knobs, resume=resume, builder=builder, runner=runner,
             num_threads=num_threads, builder_timeout=builder_timeout,
             runner_timeout=runner_timeout, evaluator_config=evaluator_config,
-            task_scheduler=task_scheduler, end_to_end_check=end_to_end_check, check=check)
+            task_scheduler=task_scheduler, end_to_end_check=end_to_end_check, check=check,
+            library=library, reuse=reuse)
         self._setup(workload, config, work_dir, params=params, spec=spec)
 
     @classmethod

@@ -257,6 +257,7 @@ class Worker:
             self.live.tuners_ready()
             self._write_sidecar("environment", self.environment())  # msviz reproduce
             self._untuned()
+            self._library()
             loop.use_scheduler(loop.scheduler)  # its warm-up skips tuned tasks
             for t in self.tasks:
                 loop.log(f"Initializing Task #{t.index}: {t.name}")
@@ -371,6 +372,33 @@ class Worker:
             self._write_sidecar(UNTUNED_KIND, {"tasks": tasks})
         self.untuned_us = {t["name"]: t["untuned_us"] for t in tasks}
         self.events.emit(UNTUNED_KIND, self.name, tasks=tasks)
+
+    def _library(self) -> None:
+        """What the tuning library holds for the tasks (:mod:`msviz.engine.library_reuse`):
+        their coverage, exact hits committed, schedules carried, the cost model pre-trained;
+        ``library_coverage`` and ``library_reuse`` events and sidecar lines. A library that
+        fails here is named in a warning; tuning goes on without it."""
+        if not self.config.library:
+            return
+        from msviz.engine.library_reuse import LibraryReuse, open_library  # heavy: index, carries
+
+        try:
+            with self.measure_lock, self.profile.timeit("msviz/Library"):
+                library = open_library(self.config.library)
+                reuse = LibraryReuse(library, self.config.target, self.config.reuse, self.warn)
+                for message in [*library.problems, *library.other_targets(self.config.target)]:
+                    self.warn(f"library: {message}")
+                cov = reuse.coverage(self.tasks, model=self.name, untuned_us=self.untuned_us)
+                self._write_sidecar("library_coverage", reuse.coverage_data(cov))
+                self.events.emit("library_coverage", self.name, **reuse.coverage_data(cov))
+                for tuner in self.tuners:
+                    reuse.prepare(tuner, self.config.trials_per_batch)
+                reuse.pretrain(self.shared, self.tuners)
+        except Exception as err:  # the library is a help, never the session's end
+            self.warn(f"library: not used ({type(err).__name__}: {err})")
+            return
+        self._write_sidecar("library_reuse", reuse.reuse_data())
+        self.events.emit("library_reuse", self.name, **reuse.reuse_data())
 
     def _model_latency(self) -> None:
         """The estimated model latency now against the tuning's wall time (pauses left out):

@@ -63,7 +63,7 @@ PARQUET_MODULE = "pyarrow"
 EXPORT_FORMATS = (".parquet", ".csv")
 
 _TEXT_COLUMNS = ("error", "origin", "pick", "mutator", "check", "check_detail", "device",
-                 "target", "workload_key")
+                 "carried_from", "carry", "adjusted", "target", "workload_key")
 _LIST_COLUMNS = ("run_secs", "remeasured_secs")
 
 

@@ -27,7 +27,8 @@ from msviz.records.sidecar import SIDECAR_FILE
 __all__ = ["LiveRun"]
 
 _LINEAGE = ("iteration", "origin", "pick", "predicted_score", "design_space", "mutator",
-            "parent", "ancestor_line", "check", "check_detail", "device")
+            "parent", "ancestor_line", "check", "check_detail", "device", "carried_from",
+            "carry", "adjusted")
 
 
 class LiveRun(Run):

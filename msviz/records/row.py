@@ -26,6 +26,7 @@ __all__ = [
     "STATUSES",
     "TRIAL_COLUMNS",
     "UNSCHEDULED_ERROR",
+    "adjusted_text",
     "fail_unscheduled",
     "gflops",
     "iso_timestamp",
@@ -54,7 +55,11 @@ TRIAL_COLUMNS = [
     "logged_at",
 ]
 
-#: Columns the msviz sidecar adds (NaN/None where a trial has no sidecar entry).
+#: Columns the msviz sidecar adds (NaN/None where a trial has no sidecar entry). A trial
+#: carried from a tuning library has ``origin`` ``"library"``, ``carried_from`` (its source:
+#: ``"<run>/<task> trial <n>"``), ``carry`` (``"exact"``, ``"anchor"`` or ``"sibling"``) and
+#: ``adjusted`` (the trace positions whose decisions were changed, as text: ``"#3, #7"``;
+#: ``""`` for none; see :func:`adjusted_text`).
 SIDECAR_COLUMNS = [
     "timestamp",
     "batch",
@@ -70,6 +75,9 @@ SIDECAR_COLUMNS = [
     "check",
     "check_detail",
     "device",
+    "carried_from",
+    "carry",
+    "adjusted",
     "remeasured_secs",
 ]
 
@@ -195,6 +203,14 @@ def stored_run_secs(run_secs: Sequence[float] | None) -> tuple[float, ...]:
     return tuple(float(s) for s in run_secs) if run_secs else (compat.FAILED_RUN_SECS,)
 
 
+def adjusted_text(positions: Any) -> str | None:
+    """The ``adjusted`` column's text of a sidecar's list of trace positions: ``[3, 7]`` ->
+    ``"#3, #7"``, ``[]`` -> ``""``; None stays None (not carried), text is kept as it is."""
+    if positions is None or isinstance(positions, str):
+        return positions
+    return ", ".join(f"#{p}" for p in positions)
+
+
 def iso_timestamp(value: Any) -> str | None:
     """A sidecar timestamp as the sidecar writes it: ISO 8601 UTC, in milliseconds.
 
@@ -252,6 +268,8 @@ def trials_frame(data: dict[str, list], index: Any = None) -> pd.DataFrame:
                                index=index).astype("datetime64[ns, UTC]")
         elif column in ("task", "status"):
             series = pd.Series(values, dtype=str, index=index)
+        elif column == "adjusted":  # the sidecar's list of positions, as text
+            series = pd.Series([adjusted_text(v) for v in values], dtype=object, index=index)
         else:  # error text, run_secs tuples, origin/pick/mutator names, re-measurements
             series = pd.Series(values, dtype=object, index=index)
         out[column] = series

@@ -23,6 +23,7 @@ from msviz.records import export as trial_export
 from msviz.records import log_ties, open_cache
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
+from msviz.records.coverage_types import Coverage, last_coverage
 from msviz.records.environment import environments
 from msviz.records.migrated import migrate_on_read
 from msviz.records.model_profile import run_model_profile
@@ -133,10 +134,8 @@ class Trial:
                               atol=atol, seed=seed)
 
     def __repr__(self) -> str:
-        return (
-            f"Trial(index={self.index}, task={self.task!r}, status={self.status!r}, "
-            f"latency_us={self.latency_us:.3f})"
-        )
+        return (f"Trial(index={self.index}, task={self.task!r}, status={self.status!r}, "
+                f"latency_us={self.latency_us:.3f})")
 
 
 @contextlib.contextmanager
@@ -250,6 +249,12 @@ class Run:
         from msviz.records.inferred_spaces import infer_design_spaces  # heavy: a TuneContext
 
         return infer_design_spaces(self, rules)
+
+    @property
+    def coverage(self) -> Coverage | None:
+        """What a tuning library covered of the model before tuning: the last
+        ``library_coverage`` sidecar line (None without one; a LiveRun reads no sidecar)."""
+        return last_coverage(getattr(self, "_sidecar_other", ()), str(self.work_dir))
 
     @property
     def migrated(self) -> bool:
@@ -408,9 +413,8 @@ class Run:
     def trial(self, index: int) -> Trial:
         """The trial at row ``index`` of :attr:`trials`."""
         if not -len(self.trials) <= index < len(self.trials):
-            raise IndexError(
-                f"trial {index} is out of range: this run has {len(self.trials)} trials"
-            )
+            raise IndexError(f"trial {index} is out of range: this run has {len(self.trials)} "
+                             "trials")
         return Trial(self, index % len(self.trials))
 
     def best(self, task: str | None = None) -> Trial:
@@ -516,11 +520,8 @@ LOG_TASK_COLUMNS = list(log_files.LogTask._fields)
 def check_work_dir(work_dir: str | Path) -> None:
     """Raise :class:`WorkDirError` unless ``work_dir`` holds both database files."""
     wd = Path(work_dir)
-    missing = [
-        name
-        for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
-        if not (wd / name).is_file()
-    ]
+    missing = [n for n in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
+               if not (wd / n).is_file()]
     if not wd.is_dir() or missing:
         what = "does not exist" if not wd.exists() else (
             "is not a directory" if not wd.is_dir() else f"lacks {', '.join(missing)}"

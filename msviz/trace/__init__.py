@@ -1,5 +1,6 @@
 """Traces and decisions as data: rows, decision sites, edit + replay, diffs, generated code."""
 
+from msviz.trace.carry import Carry, carry_trace, nearest_choice
 from msviz.trace.code import compile_cuda, generated_source, lowered_tir, tvmscript
 from msviz.trace.diff import script_diff, side_by_side_html, trace_diff
 from msviz.trace.replay import Replay, default_postprocs, with_decisions
@@ -18,8 +19,10 @@ from msviz.trace.vocabulary import GLOSSARY, explain, glossary, registered_kinds
 __all__ = [
     "GLOSSARY",
     "ROW_COLUMNS",
+    "Carry",
     "DecisionSite",
     "Replay",
+    "carry_trace",
     "compile_cuda",
     "decision_sites",
     "default_postprocs",
@@ -28,6 +31,7 @@ __all__ = [
     "generated_source",
     "glossary",
     "lowered_tir",
+    "nearest_choice",
     "perfect_tiles",
     "registered_kinds",
     "rv_names",

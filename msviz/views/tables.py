@@ -74,11 +74,13 @@ def trial_table_info(trials: pd.DataFrame, *, limit: int = 2000) -> TableInfo:
 TRIAGE_COLUMNS = ("status", "fault", "cause", "count", "trials")
 #: Columns a trials table may be filtered by (when the trials carry them).
 FILTER_COLUMNS = ("task", "status", "generation", "batch")
-#: Columns the trials table shows, in order (those missing from a run are left out).
+#: Columns the trials table shows, in order (those missing from a run are left out). A trial
+#: carried from a tuning library has origin ``"library"`` and says from where (``carry``,
+#: ``carried_from``) and which decisions were changed (``adjusted``).
 TABLE_COLUMNS = (
     "trial", "task", "status", "latency_us", "gflops", "generation", "batch",
-    "origin", "predicted_score", "mutator", "design_space", "design_space_inferred", "check",
-    "device", "error",
+    "origin", "carry", "carried_from", "adjusted", "predicted_score", "mutator", "design_space",
+    "design_space_inferred", "check", "device", "error",
 )
 
 
@@ -91,6 +93,14 @@ class TrialPageInfo(NamedTuple):
     page: int  # the page shown (clamped to the pages there are)
     pages: int
     options: dict  # filter column -> the values present, for the filter menus
+
+
+def _has_values(column: pd.Series) -> bool:
+    """Whether a column holds something to show (not only missing values or empty text)."""
+    present = column.notna()
+    if column.dtype == object and present.any():
+        present &= column != ""
+    return bool(present.any())
 
 
 def _json_value(value: object) -> object:
@@ -131,11 +141,12 @@ def trial_page_info(
     page, page_size : int
         Which page, and rows per page.
     """
-    # msviz's sidecar columns are empty for stock work dirs: leave those out
+    # msviz's sidecar columns are empty for stock work dirs (the library's, for a run
+    # without one): leave those out
     core = ("trial", "task", "status", "latency_us", "gflops", "error")
     columns = tuple(
         c for c in TABLE_COLUMNS
-        if c in trials.columns and (c in core or trials[c].notna().any())
+        if c in trials.columns and (c in core or _has_values(trials[c]))
     )
     options = {
         c: sorted({_json_value(v) for v in trials[c].dropna().unique()}, key=str)

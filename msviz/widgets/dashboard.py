@@ -43,9 +43,10 @@ from msviz.widgets.trial_table import TrialTable
 __all__ = ["Dashboard"]
 
 _REFRESH_KINDS = {"measured", "remeasured", "finished", "stopped", "failed", "started"}
-#: Events that change the Tasks tab (a model's tasks, the scheduler's picks, end to end).
+#: Events that change the Tasks tab (a model's tasks, the scheduler's picks, end to end, a
+#: tuning library's coverage).
 _MODEL_KINDS = {"tasks", "scheduled", "task_done", "end_to_end", "measured", "remeasured",
-                "model_profile", "untuned", "model_latency", "forecast"}
+                "model_profile", "untuned", "model_latency", "forecast", "library_coverage"}
 #: Which buttons each session state enables.
 _ENABLED = {
     "idle": {"start", "step_batch", "step_generation", "stop"},
@@ -134,6 +135,7 @@ class Dashboard(W.VBox):
         if self._run is not None:  # a work dir read back: its stored end-to-end check
             self._model["end_to_end"] = self._run.end_to_end
             self._model["model_profile"] = recorded_model_profile(self._run)
+            self._model["library_coverage"] = self._run.coverage  # its sidecar line
         self.selection.observe(self._on_task_focus, names="task")
         self.time_view = TimeView()  # drawn when its tab opens, then live
         self._time_stale = True
@@ -372,7 +374,8 @@ class Dashboard(W.VBox):
 
     def _take_model_events(self, events: list) -> None:
         found = model_events(events)
-        for kind in ("tasks", "scheduled", "end_to_end", "model_profile", "untuned"):
+        for kind in ("tasks", "scheduled", "end_to_end", "model_profile", "untuned",
+                     "library_coverage"):
             if found[kind] is not None:
                 self._model[kind] = found[kind]
         self._model["done"] |= found["done"]
@@ -402,7 +405,8 @@ class Dashboard(W.VBox):
         self.tasks_view.update(tasks, self._trials(), scheduled=model["scheduled"],
                                end_to_end=model["end_to_end"], done=model["done"],
                                model_profile=model["model_profile"], quality=self._quality(),
-                               untuned=self._untuned(), forecast=self._forecast())
+                               untuned=self._untuned(), forecast=self._forecast(),
+                               coverage=model["library_coverage"])
 
     def _forecast(self) -> Any:
         """The forecast scheduler's reasons and bands (None: a work dir, or no forecast)."""

@@ -1,11 +1,12 @@
 """The Tasks tab: MetaSchedule's per-task table (with the scheduler's gradients and its next
-pick), the forecast scheduler's reasons and bands, the estimated model latency, trials per task,
-and the end-to-end result.
+pick), what a tuning library covers of the model, the forecast scheduler's reasons and bands,
+the estimated model latency, trials per task, and the end-to-end result.
 
-Fed from a finished run (``Run.tasks`` and ``Run.trials``) or from a session's events (the
-dashboard's :class:`~msviz.widgets.adapter.UIAdapter` hands them over): the last ``tasks``,
-``scheduled``, ``forecast`` and ``end_to_end`` events and every ``task_done``. Choosing a task in
-:attr:`TasksView.focus` sets ``selection.task``; the dashboard focuses its other tabs on it.
+Fed from a finished run (``Run.tasks``, ``Run.trials`` and ``Run.coverage``) or from a session's
+events (the dashboard's :class:`~msviz.widgets.adapter.UIAdapter` hands them over): the last
+``tasks``, ``scheduled``, ``library_coverage``, ``forecast`` and ``end_to_end`` events and every
+``task_done``. Choosing a task in :attr:`TasksView.focus` sets ``selection.task``; the dashboard
+focuses its other tabs on it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 import ipywidgets as W
 import pandas as pd
 
+from msviz.records.coverage_types import Coverage
+from msviz.views import coverage as C
 from msviz.views import forecast as F
 from msviz.views import model_profile as P
 from msviz.views import quality as Q
@@ -34,13 +37,15 @@ ALL_TASKS = "All tasks"
 
 def model_events(events: Iterable[Any]) -> dict[str, Any]:
     """The model events a Tasks tab draws from: the last ``tasks``, ``scheduled``,
-    ``end_to_end``, ``model_profile`` and ``untuned`` events, and the indexes of tasks a
-    ``task_done`` event ended."""
+    ``end_to_end``, ``model_profile``, ``untuned`` and ``library_coverage`` events, and the
+    indexes of tasks a ``task_done`` event ended."""
     out: dict[str, Any] = {"tasks": None, "scheduled": None, "end_to_end": None,
-                           "model_profile": None, "untuned": None, "done": set()}
+                           "model_profile": None, "untuned": None, "library_coverage": None,
+                           "done": set()}
     for event in events:
         kind = event.kind
-        if kind in ("tasks", "scheduled", "end_to_end", "model_profile", "untuned"):
+        if kind in ("tasks", "scheduled", "end_to_end", "model_profile", "untuned",
+                    "library_coverage"):
             out[kind] = event
         elif kind == "task_done" and event.get("task_index") is not None:
             out["done"].add(int(event["task_index"]))
@@ -59,9 +64,15 @@ def _cell(column: str, value: Any) -> str:
     return html.escape(str(value))
 
 
-def table_html(info: V.TasksInfo, *, focus: str | None = None) -> str:
-    """The per-task table as HTML: the next pick marked, the focused task highlighted."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["ID", *info.frame.columns[:-1]])
+def table_html(info: V.TasksInfo, *, focus: str | None = None,
+               library: Mapping[str, str] | None = None) -> str:
+    """The per-task table as HTML: the next pick marked, the focused task highlighted; with
+    ``library`` (task name -> its match in a tuning library's coverage) a ``Library`` column
+    after the name."""
+    columns = list(info.frame.columns[:-1])
+    if library is not None:
+        columns.insert(1, "Library")
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["ID", *columns])
     rows = []
     for task_id, row in info.frame.iterrows():
         cells = []
@@ -72,6 +83,11 @@ def table_html(info: V.TasksInfo, *, focus: str | None = None) -> str:
             if column == "Name" and row["Next"]:
                 text = f"&#9654; {text} <i>(next)</i>"
             cells.append(f"<td>{text}</td>")
+            if column == "Name" and library is not None:
+                match = library.get(str(value), "")
+                color = C.MATCH_COLORS.get(match, "#555")
+                cells.append(f"<td class='msviz-task-library' style='color:{color}'>"
+                             f"{html.escape(match)}</td>")
         classes = ["msviz-task-row"]
         if row["Next"]:
             classes.append("msviz-next-pick")
@@ -140,18 +156,27 @@ class TasksView(W.VBox):
                                    layout=W.Layout(display="none"))
         self.forecast_box.add_class("msviz-forecast")
         self.forecast_info: F.ForecastInfo | None = None
+        #: What a tuning library covers of the model (and how many trials came from it):
+        #: hidden without a coverage.
+        self.library_text = W.HTML()
+        self.library_plot = figure_widget()
+        self.library_box = W.VBox([self.library_text, self.library_plot],
+                                  layout=W.Layout(display="none"))
+        self.library_box.add_class("msviz-library")
+        self.coverage_info: C.CoverageInfo | None = None
+        self._drawn_coverage: Any = None
         self.error = ErrorArea()
         self.info: V.TasksInfo | None = None
         self.latency_info: V.ModelLatencyInfo | None = None
         self._data: dict[str, Any] = {"tasks": tasks, "trials": trials, "scheduled": None,
                                       "end_to_end": None, "model_profile": None,
-                                      "untuned": {}, "done": set()}
+                                      "untuned": {}, "done": set(), "coverage": None}
         self.focus.observe(self._on_focus, names="value")
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
-        super().__init__([self.focus, self.table, self.end_to_end, self.model_profile_box,
-                          self.forecast_box, self.x_axis, self.quality_box, self.latency,
-                          self.task_trials, self.error])
+        super().__init__([self.focus, self.table, self.library_box, self.end_to_end,
+                          self.model_profile_box, self.forecast_box, self.x_axis,
+                          self.quality_box, self.latency, self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
         self.update(tasks, trials)
 
@@ -161,14 +186,16 @@ class TasksView(W.VBox):
                end_to_end: Any = None, done: Iterable[int] = (),
                model_profile: Any = None, quality: Q.TimeToQualityInfo | None = None,
                untuned: Mapping[str, float | None] | None = None,
-               forecast: F.ForecastInfo | None = None) -> None:
+               forecast: F.ForecastInfo | None = None, coverage: Any = None) -> None:
         """Redraw from new data; what is left out (None) keeps its last value.
         ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event; ``quality``
         the time-to-quality curve (:func:`msviz.views.quality.events_quality_info` of a
         session, :func:`~msviz.views.quality.run_quality_info` of a work dir); ``untuned``
         each task's untuned time (:func:`msviz.views.tasks.untuned_times`), at which the total
         counts a task not tuned yet; ``forecast`` the forecast scheduler's
-        (:func:`msviz.views.forecast.forecast_info` of a session's events)."""
+        (:func:`msviz.views.forecast.forecast_info` of a session's events); ``coverage`` a
+        tuning library's: a :class:`~msviz.records.coverage_types.Coverage`
+        (``Run.coverage``) or the session's ``library_coverage`` event."""
         if quality is not None:
             self.quality_info = quality
         if forecast is not None:
@@ -177,12 +204,14 @@ class TasksView(W.VBox):
         if untuned:
             data["untuned"] = dict(untuned)
         for key, value in (("tasks", tasks), ("trials", trials), ("scheduled", scheduled),
-                           ("end_to_end", end_to_end), ("model_profile", model_profile)):
+                           ("end_to_end", end_to_end), ("model_profile", model_profile),
+                           ("coverage", coverage)):
             if value is not None:
                 data[key] = value
         data["done"] = set(data["done"]) | set(done)
         if data["tasks"] is None:
             self.table.value = "<i>no tasks yet: they are listed when tuning starts</i>"
+            self._draw_library()
             return
         with self.error.guard(self) as guard:
             with quiet_empty():  # no trials yet: the plots say so
@@ -200,6 +229,7 @@ class TasksView(W.VBox):
             with self.focus.hold_trait_notifications():
                 self.focus.options = names
                 self.focus.value = keep
+        self._draw_library()  # first: the table shows each task's match
         self._draw_table()
         self.end_to_end.value = V.end_to_end_html(
             None if data["end_to_end"] is None else V.end_to_end_info(data["end_to_end"]))
@@ -219,7 +249,7 @@ class TasksView(W.VBox):
                     model_profile=found["model_profile"],
                     quality=quality if quality.seconds else None,
                     untuned=V.untuned_times(found["untuned"]) if found["untuned"] else None,
-                    forecast=F.forecast_info(events))
+                    forecast=F.forecast_info(events), coverage=found["library_coverage"])
 
     @property
     def task_count(self) -> int:
@@ -233,7 +263,26 @@ class TasksView(W.VBox):
 
     def _draw_table(self) -> None:
         if self.info is not None:
-            self.table.value = table_html(self.info, focus=self._focused())
+            cov = self.coverage_info
+            library = None if cov is None else {r.name: r.match for r in cov.rows}
+            self.table.value = table_html(self.info, focus=self._focused(), library=library)
+
+    def _draw_library(self) -> None:
+        coverage = self._data["coverage"]
+        if coverage is None:
+            return
+        # a malformed coverage is said under the view (after the table's guard cleared it)
+        with self.error.guard(self, clear=False), quiet_empty():  # no task: the figure says
+            if coverage is not self._drawn_coverage:  # a new coverage: once per session
+                cov = coverage if isinstance(coverage, Coverage) else C.coverage_of_events(
+                    [coverage])
+                self.coverage_info = C.coverage_info(cov)
+                show_figure(self.library_plot, C.coverage_figure(self.coverage_info))
+                self._drawn_coverage = coverage
+            carried = C.library_trials_text(self._data["trials"])  # grows as trials come
+            self.library_text.value = (C.coverage_html(self.coverage_info) + "<div class="
+                                       f"'msviz-library-trials'>{html.escape(carried)}</div>")
+            self.library_box.layout.display = None
 
     def _draw_model_profile(self) -> None:
         profile = self._data["model_profile"]

@@ -26,6 +26,7 @@ EXPORT_DTYPES = {
     "iteration": "Int64", "origin": "string", "pick": "string", "predicted_score": "float64",
     "design_space": "Int64", "mutator": "string", "parent": "Int64", "ancestor_line": "Int64",
     "check": "string", "check_detail": "string", "device": "string",
+    "carried_from": "string", "carry": "string", "adjusted": "string",
     "remeasured_secs": "object", "target": "string", "workload_key": "string",
     "task_index": "Int64", "flop": "float64", "weight": "float64",
     "task_best_latency_us": "float64", "task_done": "boolean",

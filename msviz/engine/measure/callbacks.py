@@ -58,8 +58,11 @@ def add_to_database(tuner: Any, sch: Any, args: Any, res: MeasureResult, info: d
     tuner.next_line += 1
     task_trial = tuner.next_task_trial
     tuner.next_task_trial += 1
-    if res.error_kind not in UNMEASURED_KINDS and info.get("origin") != "edit":
-        tuner.trials_done += 1  # infra failures, lost devices and the user's edits do not count
+    if res.error_kind not in UNMEASURED_KINDS and info.get("origin") != "edit" and \
+            info.get("carry") != "exact":
+        # infra failures, lost devices, the user's edits and a library's records (not measured
+        # here) do not count
+        tuner.trials_done += 1
     shash = int(compat.structural_hash(sch.mod))
     tuner.line_by_hash.setdefault(shash, line)
     latency = row.mean_latency_us(secs)

@@ -114,6 +114,8 @@ class EvolutionarySearch:
         self.measured: set[int] = set()
         #: Measured samples of this task the cost model was trained on (:meth:`trained_on`).
         self.task_samples = 0
+        #: A tuning library taught the cost model this task's kind: its warm-up ranks by it.
+        self.library_ranked = False
         #: Why :meth:`generate` returned None (the search ended), in words.
         self.stop_reason: str | None = None
         self._failures: Counter[str] = Counter()
@@ -223,13 +225,16 @@ class EvolutionarySearch:
 
     def ranks_in_warmup(self) -> bool:
         """True when a task warm-up ranks its fresh samples with the trained cost model
-        (``knobs.task_warmup_ranked``) instead of picking at random."""
-        return self.knobs.task_warmup_ranked and not self._untrained(model_only=True)
+        (``knobs.task_warmup_ranked``, or :attr:`library_ranked`) instead of picking at random."""
+        return self._warmup_ranked() and not self._untrained(model_only=True)
+
+    def _warmup_ranked(self) -> bool:
+        return bool(self.knobs.task_warmup_ranked or self.library_ranked)
 
     def _untrained(self, model_only: bool = False) -> bool:
         """True while an ``XGBModel`` would answer with numpy's *global* random numbers, or
         (unless ``model_only``) an unranked task warm-up ignores the model's scores."""
-        if not model_only and self.in_task_warmup() and not self.knobs.task_warmup_ranked:
+        if not model_only and self.in_task_warmup() and not self._warmup_ranked():
             return True
         model = self.cost_model
         if not isinstance(model, compat.ms.cost_model.XGBModel):

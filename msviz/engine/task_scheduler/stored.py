@@ -31,12 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from msviz import compat
 from msviz.engine.task_scheduler.work_dir_database import read_tuning_records
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
 from msviz.records.sidecar import read_sidecar
 
-__all__ = ["TRAIN_AT_MOST", "StoredRecords", "mean_secs", "stored_candidates", "training_sample"]
+__all__ = ["TRAIN_AT_MOST", "StoredRecords", "learn_from_database", "mean_secs",
+           "stored_candidates", "training_sample"]
 
 #: Stored records of one task the cost model trains on when a session resumes.
 TRAIN_AT_MOST = 256
@@ -114,3 +116,35 @@ def stored_candidates(path: Path, records: Iterable[db_files.RecordLine], worklo
         except Exception:  # TVM's own error types: a trace that no longer replays
             bad.append(rec.line)
     return out, bad
+
+
+def learn_from_database(tuner: Any) -> None:
+    """msviz preset, on resume: the tuner's search never re-picks a stored schedule, and the
+    cost model trains on a bounded sample of the stored records (:func:`training_sample`).
+
+    Infrastructure failures are neither: they may be picked again and never train."""
+    stored = tuner.shared.stored
+    side = stored.trials
+    usable = [r for r in stored.of(tuner.workload_index) if r.line not in tuner._infra_lines]
+    for rec in usable:  # msviz's sidecar hashed every trial it measured
+        shash = side.get(rec.line, {}).get("shash")
+        if shash is not None:
+            tuner.search.measured.add(int(shash))
+    picks = training_sample([mean_secs(r.run_secs) for r in usable])
+    with tuner.timeit("msviz/ResumeReplay"):
+        replayed, _bad = stored_candidates(tuner.work_dir / db_files.RECORD_FILE,
+                                           [usable[i] for i in picks], tuner.token)
+    cands, results = [], []
+    for rec, cand in replayed:
+        if side.get(rec.line, {}).get("shash") is None:  # a stock record
+            tuner.search.measured.add(int(compat.structural_hash(cand.sch.mod)))
+        cands.append(cand)
+        results.append(compat.ms.runner.RunnerResult([float(s) for s in rec.run_secs], None))
+    if cands:
+        with tuner.timeit("msviz/ResumeTrain"):
+            tuner.cost_model.update(tuner.context, cands, results)
+        if tuner.evo is not None:
+            tuner.evo.trained_on(len(cands))
+    tuner.emit("cost_model_updated", batch=None, samples=int(getattr(
+        tuner.cost_model, "data_size", len(cands))), source="database", trained_on=len(cands),
+        stored=len(usable))

@@ -33,9 +33,7 @@ from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.replay import ReplayTrace
 from msviz.engine.task_scheduler.stored import (
     StoredRecords,
-    mean_secs,
-    stored_candidates,
-    training_sample,
+    learn_from_database,
 )
 from msviz.engine.task_scheduler.work_dir_database import WorkDirDatabase
 from msviz.engine.task_scheduler.workdir import (
@@ -182,6 +180,11 @@ class Tuner:
         self.search: EvolutionarySearch | ReplayTrace | None = None
         #: What raised in this task's search (skipped, counted; see ``quarantine`` events).
         self.quarantine = Quarantine(self.task)
+        #: Schedules carried from a tuning library, measured first: ``(schedule, lineage info,
+        #: shash)`` (:mod:`msviz.engine.library_reuse`).
+        self.carried: list[tuple[Any, dict, int]] = []
+        #: Why the task gets no trials (an exact library hit with ``reuse="skip"``), or None.
+        self.skip_reason: str | None = None
 
     # the parts every task shares
     database = property(lambda self: self.shared.database)
@@ -241,7 +244,8 @@ class Tuner:
         self._infra_lines = {r.line for r in records
                              if side.get(r.line, {}).get("error_kind") in UNMEASURED_KINDS}
         self.next_task_trial = len(records)
-        edits = {r.line for r in records if side.get(r.line, {}).get("origin") == "edit"}
+        edits = {r.line for r in records if side.get(r.line, {}).get("origin") == "edit"
+                 or side.get(r.line, {}).get("carry") == "exact"}  # not measured here
         self.trials_done = len(records) - len(self._infra_lines | edits)
         ok = [row.mean_latency_us(r.run_secs) / 1e6 for r in records]
         self.best_secs = min((x for x in ok if not math.isnan(x)), default=math.inf)
@@ -317,34 +321,8 @@ class Tuner:
 
     def _learn_from_database(self) -> None:
         """msviz preset: never re-pick a stored schedule, and train the model on a bounded sample
-        of the stored records (:mod:`msviz.engine.task_scheduler.stored`).
-
-        Infrastructure failures are neither: they may be picked again and never train."""
-        stored = self.shared.stored
-        side = stored.trials
-        usable = [r for r in stored.of(self.workload_index) if r.line not in self._infra_lines]
-        for rec in usable:  # msviz's sidecar hashed every trial it measured
-            shash = side.get(rec.line, {}).get("shash")
-            if shash is not None:
-                self.search.measured.add(int(shash))
-        picks = training_sample([mean_secs(r.run_secs) for r in usable])
-        with self.timeit("msviz/ResumeReplay"):
-            replayed, _bad = stored_candidates(self.work_dir / db_files.RECORD_FILE,
-                                               [usable[i] for i in picks], self.token)
-        cands, results = [], []
-        for rec, cand in replayed:
-            if side.get(rec.line, {}).get("shash") is None:  # a stock record
-                self.search.measured.add(int(compat.structural_hash(cand.sch.mod)))
-            cands.append(cand)
-            results.append(compat.ms.runner.RunnerResult([float(s) for s in rec.run_secs], None))
-        if cands:
-            with self.timeit("msviz/ResumeTrain"):
-                self.cost_model.update(self.context, cands, results)
-            if self.evo is not None:
-                self.evo.trained_on(len(cands))
-        self.emit("cost_model_updated", batch=None, samples=int(getattr(
-            self.cost_model, "data_size", len(cands))), source="database", trained_on=len(cands),
-            stored=len(usable))
+        of the stored records (:func:`msviz.engine.task_scheduler.stored.learn_from_database`)."""
+        learn_from_database(self)
 
     def set_rules(self, rules: RuleSet) -> None:
         """Regenerate the design spaces from new rules; same database and cost model.
@@ -377,8 +355,19 @@ class Tuner:
         when the search has ended (``None`` from ``GenerateMeasureCandidates``; the reason is
         :attr:`end_reason`).
         """
+        if self.skip_reason is not None:
+            self.end_reason = self.skip_reason
+            return None
+        carried, self.carried = self.carried[:n], []
+        if carried:
+            self.search.measured.update(shash for _, _, shash in carried)
+        n -= len(carried)
         while True:
             self._space_changed = False
+            if carried and n <= 0:  # the batch is the library's schedules alone
+                self._measure_carried(carried)
+                yield "batch"
+                return "measured"
             if self.search is None:  # no design space could be generated (quarantined)
                 self.end_reason = ("its design spaces could not be generated (see "
                                    "session.quarantine)")
@@ -398,13 +387,15 @@ class Tuner:
                 self.generation += 1
                 continue
             self.generation += 1
+            if picks is None and carried:  # the search ended: the library's schedules still run
+                picks = []
             if picks is None:
                 self.end_reason = self.search.stop_reason or "the search found no more candidates"
                 return None
-            if not picks:
+            if not picks and not carried:
                 self._record_best()
                 return "empty"
-            items = [
+            items = self._carried_items(carried) + [
                 (c.sch, compat.ArgInfo.from_entry_func(c.sch.mod, remove_preproc=True),
                  {**c.lineage(), "pick": c.pick, "predicted_score": c.score,
                   "shash": str(c.shash)}, c.shash)
@@ -414,6 +405,21 @@ class Tuner:
             self._record_best()
             yield "batch"
             return "measured"
+
+    @staticmethod
+    def _carried_items(carried: list[tuple[Any, dict, int]]) -> list[tuple[Any, Any, dict, int]]:
+        return [(sch, compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True), info, shash)
+                for sch, info, shash in carried]
+
+    def _measure_carried(self, carried: list[tuple[Any, dict, int]]) -> None:
+        """A batch of the library's carried schedules alone."""
+        self.emit("picked", generation=self.generation, requested=len(carried), by_score=0,
+                  by_random=0, by_library=len(carried), failures={}, candidates=[
+                      {**info, "decisions": decisions_of(sch.trace)}
+                      for sch, info, _ in carried])
+        self.measure_batch(self._carried_items(carried), generation=self.generation)
+        self.generation += 1
+        self._record_best()
 
     def _record_best(self) -> None:
         """``GradientBased::JoinRunningTask``: append the best latency of all trials so far."""

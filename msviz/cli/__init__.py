@@ -1,5 +1,5 @@
-"""The ``msviz`` command: ``demo``, ``tune``, ``report``, ``show``, ``compare``, ``bundle``,
-``reproduce``, ``migrate`` and ``devices``."""
+"""The ``msviz`` command: ``demo``, ``tune``, ``coverage``, ``report``, ``show``, ``compare``,
+``bundle``, ``reproduce``, ``migrate`` and ``devices``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 
 import msviz
 from msviz.analysis.restriction import task_proposals
+from msviz.cli.progress import Progress, stage_text, waiting_text
 from msviz.compat import describe_target, make_target
 from msviz.engine import Session
 from msviz.engine.measure import rpc
@@ -32,12 +33,12 @@ from msviz.engine.task_scheduler.kinds import SCHEDULERS
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
 from msviz.records.bundle import write_bundle
+from msviz.records.coverage import coverage_text
 from msviz.records.export import export as export_trials
 from msviz.records.merge import merge_text
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.quality import run_started
-from msviz.records.row import gflops
 from msviz.report import write_report
 from msviz.views import task_table_info
 from msviz.views.compare import compare_info, run_names, summary_frame
@@ -46,7 +47,7 @@ from msviz.views.importance import importance_text
 from msviz.views.model_profile import model_profile_info, model_profile_text
 from msviz.views.profile import profile_info, profile_table_text
 
-__all__ = ["Progress", "format_task_table", "main"]
+__all__ = ["Progress", "format_task_table", "main", "stage_text"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -122,91 +123,6 @@ def format_task_table(rows: list[dict]) -> str:
     return table(rows)
 
 
-class Progress:
-    """One progress bar per run: redrawn in place on a terminal; otherwise one plain line now
-    and then (every ``every`` seconds, or each tenth of the trials), never a flood of ``\\r``."""
-
-    def __init__(self, session: Session, *, stream: Any = None, every: float = 30.0) -> None:
-        self.session = session
-        self.stream = stream or sys.stdout
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.every = every
-        self.start = time.perf_counter()
-        self._last_time = -1e9
-        self._last_tenth = -1
-        self._drawn = False
-
-    def line(self) -> str:
-        session = self.session
-        best_us = session.best_secs * 1e6
-        if best_us == float("inf"):
-            best_text = "-"
-        elif session.model is None:
-            best_text = f"{best_us:.2f} us ({gflops(session.workload.flop, best_us):.1f} GFLOPS)"
-        else:
-            best_text = f"model ~{best_us:.2f} us"
-        done = min(session.trials_done, session.max_trials)
-        width, share = 20, done / max(1, session.max_trials)
-        limit, elapsed = session.config.max_seconds, time.perf_counter() - self.start
-        if limit is not None:  # the budget nearer its end fills the bar
-            share = max(share if session.max_trials != TIME_ONLY_MAX_TRIALS else 0.0,
-                        min(1.0, elapsed / limit))
-        bar = "#" * int(width * share) + "." * (width - int(width * share))
-        stage = stage_text(session.events.snapshot(), session.state)
-        total = "" if session.max_trials == TIME_ONLY_MAX_TRIALS else f"/{session.max_trials}"
-        return (f"[{bar}] {done}{total} trials "
-                f"[{time.perf_counter() - self.start:6.1f} s] {session.state:<8} {stage:<18} "
-                f"best {best_text}")
-
-    def update(self, *, force: bool = False) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[K" + self.line())
-            self._drawn = True
-        else:
-            now = time.perf_counter()
-            tenth = 10 * self.session.trials_done // max(1, self.session.max_trials)
-            if force or now - self._last_time >= self.every or tenth > self._last_tenth:
-                self.stream.write(self.line() + "\n")
-                self._last_time, self._last_tenth = now, tenth
-        self.stream.flush()
-
-    def print(self, text: str) -> None:
-        """Print lines above the bar (the bar is redrawn at the next update)."""
-        if self.tty and self._drawn:
-            self.stream.write("\r\x1b[K")
-            self._drawn = False
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.update(force=True)
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def stage_text(events: list, state: str) -> str:
-    """What the session did last (the newest event's kind, logs and warnings left out), or ""
-    when that is its state already (``finished``: the bar shows the state once)."""
-    stage = next((e.kind for e in reversed(events) if e.kind not in ("log", "warning")), "")
-    return "" if stage == state else stage
-
-
-def waiting_text(session: Session) -> str:
-    """While the session waits for RPC devices: for what, why (e.g. the tracker refuses the
-    connection) and how long at most; else ""."""
-    if session.state != "waiting":
-        return ""
-    event = next((e for e in reversed(session.events.snapshot())
-                  if e.kind == "waiting_for_devices"), None)
-    if event is None:
-        return ""
-    why = event.get("error") or "no server is registered under the key yet"
-    return (f"msviz: waiting for an RPC server under key {event['key']!r} at tracker "
-            f"{event['tracker']}: {why}; giving up after {event['wait_timeout']:g} s "
-            "(--rpc-wait)")
-
-
 def _tune(args: argparse.Namespace, **knobs: object) -> int:
     evaluator = {"number": 3, "repeat": 1, "min_repeat_ms": args.min_repeat_ms}
     extra = {}
@@ -216,6 +132,8 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
         extra["task_scheduler"] = args.task_scheduler
     if getattr(args, "time_per_task", None) is not None:
         extra["max_seconds_per_task"] = args.time_per_task
+    if getattr(args, "library", None):
+        extra.update(library=args.library, reuse=args.reuse)
     trials = args.trials if args.trials is not None or args.time else args.default_trials
     session = Session(args.workload, target=args.target, work_dir=args.work_dir,
                       max_trials=trials, max_seconds=args.time, trials_per_batch=args.batch,
@@ -306,6 +224,12 @@ def _builder(args: argparse.Namespace) -> dict:
     print(f"msviz: building on Ray ({'a local instance' if address == 'local' else address}, "
           f"{builder.max_workers} CPUs)")
     return {"builder": builder}
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    cov = msviz.coverage(args.workload, args.library, args.target, untuned=not args.no_untuned)
+    print(coverage_text(cov))
+    return 0
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
@@ -464,7 +388,26 @@ def build_parser() -> argparse.ArgumentParser:
                       help="evolutionary population (512)")
     tune.add_argument("--genetic-num-iters", type=_count(0, KNOB_LIMITS["genetic_num_iters"]),
                       help="genetic iterations (4)")
+    tune.add_argument("--library", action="append", metavar="PATH",
+                      help="a tuning library: a work dir, a bundle or a folder of them, read "
+                      "only (repeat for more); exact hits start at its best, siblings measure "
+                      "its schedules carried to their shapes first")
+    tune.add_argument("--reuse", choices=["improve", "skip"], default="improve",
+                      help="what an exact library hit does: tune on from its best (default) "
+                      "or get no trials")
     tune.set_defaults(func=_cmd_tune)
+
+    cover = sub.add_parser("coverage", help="what a tuning library covers of a model, before "
+                           "any trial: per task exact hit, anchor-block match, sibling or none")
+    cover.add_argument("workload", help="model name (resnet50), model.onnx or a catalogue "
+                       "workload (GMM-2)")
+    cover.add_argument("--library", action="append", metavar="PATH", required=True,
+                       help="a work dir, a bundle or a folder of them (repeat for more)")
+    cover.add_argument("--target", default="llvm", type=_target,
+                       help="the target whose records are hits (default: this machine's CPU)")
+    cover.add_argument("--no-untuned", action="store_true",
+                       help="do not time the untuned tasks (no estimate against untuned)")
+    cover.set_defaults(func=_cmd_coverage)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a work dir")
     report.add_argument("work_dir")

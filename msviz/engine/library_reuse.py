@@ -1,0 +1,299 @@
+"""What a session takes from a tuning library (:class:`msviz.records.library.Library`): the
+records of other runs, read-only.
+
+Before the first trial, for each task of the session (one the work dir holds no record of):
+
+* **exact hit** (same workload, same target): the library's fastest records of it are written
+  into the run's database (``origin="library"``, ``carry="exact"``; not measured again, not
+  counted as trials), so the task starts at the library's best and ``compile_relax`` on the work
+  dir finds its kernel. ``reuse="skip"`` then gives the task no trials; ``reuse="improve"``
+  (default) tunes it on, its population seeded by those records (MetaSchedule's database
+  picks) and the cost model trained on them;
+* **anchor-block match or sibling** (the same anchor block with another epilogue; the same
+  operator at another shape, any target): the fastest traces of the nearest library workloads
+  are carried to the task (:func:`msviz.trace.carry.carry_trace`: each decision that is no
+  longer valid mapped to the nearest valid choice, then the target's postprocs) and measured in
+  the task's first batch, with the search's picks filling the rest. A carry that does not
+  replay is counted and never measured;
+* the shared cost model is trained first on the library's records of this target (a bounded
+  sample of each matched workload's records, replayed on their own workloads, labelled per
+  workload as ``XGBModel`` groups them), and a matched task's warm-up batches are ranked by it
+  instead of at random.
+
+The coverage of the tasks (:func:`msviz.records.coverage.coverage`) is a ``library_coverage``
+event and sidecar line; what was reused, a ``library_reuse`` event and sidecar line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msviz import compat
+from msviz.engine.measure import callbacks
+from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.results import MeasureResult
+from msviz.engine.measure.untuned import measure_untuned
+from msviz.engine.options import check_reuse, library_paths, tasks_of
+from msviz.engine.task_scheduler.stored import mean_secs, training_sample
+from msviz.records.coverage import coverage as coverage_of
+from msviz.records.coverage_types import Coverage, coverage_to_dict
+from msviz.records.library import Library, LibraryEntry
+from msviz.trace.carry import carry_trace
+
+__all__ = ["CARRIED_AT_MOST", "EXACT_RECORDS", "PRETRAIN_AT_MOST", "LibraryReuse", "coverage",
+           "open_library"]
+
+#: The library's fastest records of an exact hit written into the run's database.
+EXACT_RECORDS = 16
+#: Library workloads whose traces are carried to an anchor-block or sibling task, nearest first.
+CARRY_SOURCES = 4
+#: Fastest records carried from each of them.
+CARRY_PER_SOURCE = 4
+#: Carried schedules measured in a task's first batch, at most (and at most the batch).
+CARRIED_AT_MOST = 16
+#: Library records of one workload the cost model is pre-trained on (spread over their ranking).
+PRETRAIN_PER_WORKLOAD = 32
+#: Library records the cost model is pre-trained on, in all.
+PRETRAIN_AT_MOST = 768
+
+
+def open_library(library: Any) -> Library:
+    """A :class:`Library` of a path, a list of paths, or itself."""
+    if isinstance(library, Library):
+        return library
+    return Library(library_paths(library))
+
+
+def _source_text(entry: LibraryEntry, trial: int | None = None) -> str:
+    name = entry.task or f"workload {entry.workload}"
+    return f"{entry.source}/{name}" + (f" trial {trial}" if trial is not None else "")
+
+
+def _record_of(library: Library, entry: LibraryEntry, body: Any, mod: Any) -> Any:
+    """The TuningRecord of a library record's JSON body on ``mod`` (its own workload's)."""
+    compat.register_intrins_for(body)
+    return compat.tuning_record_from_json(body, compat.ms.database.Workload(mod))
+
+
+class LibraryReuse:
+    """What one session takes from a library (see the module's docstring).
+
+    Parameters
+    ----------
+    library : Library
+        The library (read-only).
+    target : Target
+        The session's target: only records of it are exact hits, anchor matches or training.
+    reuse : {"improve", "skip"}
+        What an exact hit does.
+    warn : callable
+        ``warn(message)``: a ``warning`` event.
+    """
+
+    def __init__(self, library: Library, target: Any, reuse: str, warn: Any) -> None:
+        self.library = library
+        self.target = target
+        self.target_text = Library.target_text(target)
+        self.reuse = check_reuse(reuse)
+        self.warn = warn
+        #: Per task index: what was reused (the ``library_reuse`` event's rows).
+        self.tasks: dict[int, dict] = {}
+        self.pretrained = 0
+
+    # -- coverage -----------------------------------------------------------------------------
+
+    def coverage(self, tasks: list, *, model: str, untuned_us: dict[str, float | None]
+                 ) -> Coverage:
+        """The tasks' coverage (untuned times by task name, None where unknown)."""
+        by_index = {t.index: untuned_us.get(t.name) for t in tasks}
+        known = {i: v for i, v in by_index.items() if v is not None}
+        return coverage_of(tasks, self.library, self.target, model=model,
+                           untuned_us=known if len(known) == len(tasks) else None)
+
+    @staticmethod
+    def coverage_data(cov: Coverage) -> dict:
+        return {"coverage": coverage_to_dict(cov)}
+
+    # -- per task -----------------------------------------------------------------------------
+
+    def prepare(self, tuner: Any, batch: int) -> dict:
+        """Reuse what the library holds for one tuner's task (set up, holding no record of
+        its own yet): an exact hit's records committed, or schedules carried for its first
+        batch (``tuner.carried``). Returns the task's ``library_reuse`` row."""
+        kind, entries = self.library.match(tuner.workload.mod, self.target)
+        row = {"index": tuner.task_index, "name": tuner.task, "match": kind, "committed": 0,
+               "tried": 0, "replayed": 0, "failed": {}, "source": None, "reuse": self.reuse}
+        if tuner.next_task_trial or kind == "none" or tuner.search is None:
+            row["match"] = kind if not tuner.next_task_trial else "resumed"
+            self.tasks[tuner.task_index] = row
+            return row
+        if kind == "exact":
+            self._commit_exact(tuner, entries[0], row)
+        else:
+            self._carry(tuner, entries, kind, min(batch, CARRIED_AT_MOST), row)
+        if tuner.evo is not None:
+            tuner.evo.library_ranked = True
+        self.tasks[tuner.task_index] = row
+        return row
+
+    def _commit_exact(self, tuner: Any, entry: LibraryEntry, row: dict) -> None:
+        mod = tuner.workload.mod
+        row["source"] = _source_text(entry)
+        best = self.library.best_records(entry, EXACT_RECORDS)
+        for rec, body in best:
+            try:
+                record = _record_of(self.library, entry, body, mod)
+                cand = record.as_measure_candidate()
+            except Exception as err:  # TVM's errors: a trace of another TVM that won't replay
+                row["failed"][type(err).__name__] = row["failed"].get(type(err).__name__, 0) + 1
+                continue
+            info = {"design_space": None, "origin": "library", "parent": None, "mutator": None,
+                    "iteration": 0, "ancestor_line": None, "pick": "library",
+                    "predicted_score": None, "carry": "exact", "adjusted": [],
+                    "carried_from": _source_text(entry, rec.line - 1)}
+            shash = int(compat.structural_hash(cand.sch.mod))
+            res = MeasureResult(tuple(float(s) for s in rec.run_secs), None, None)
+            callbacks.add_to_database(tuner, cand.sch, cand.args_info, res, info, batch=None,
+                                      generation=None)
+            if tuner.search is not None:
+                tuner.search.measured.add(shash)
+            row["committed"] += 1
+        if row["committed"] and self.reuse == "skip":
+            tuner.skip_reason = (f"reused the library's best ({row['source']}, "
+                                 f"{tuner.best_secs * 1e6:.1f} us; reuse='skip')")
+
+    def _carry(self, tuner: Any, entries: list[LibraryEntry], kind: str, at_most: int,
+               row: dict) -> None:
+        mod = tuner.workload.mod
+        postprocs = [(type(p).__name__, p)
+                     for p in list(tuner.context.space_generator.postprocs or [])]
+        seen: set[int] = set(tuner.search.measured)
+        carried = []
+        for entry in entries[:CARRY_SOURCES]:
+            if row["source"] is None:
+                row["source"] = _source_text(entry)
+            try:
+                entry_mod = self.library.workload_mod(entry)
+            except Exception as err:  # the library's workload of another TVM: not readable
+                row["failed"]["workload"] = row["failed"].get("workload", 0) + 1
+                self.warn(f"library: {_source_text(entry)}: its workload does not read ({err})")
+                continue
+            for rec, body in self.library.best_records(entry, CARRY_PER_SOURCE):
+                row["tried"] += 1
+                try:
+                    trace = _record_of(self.library, entry, body, entry_mod).trace
+                except Exception:  # TVM's errors: a trace that no longer reads
+                    row["failed"]["read"] = row["failed"].get("read", 0) + 1
+                    continue
+                carry = carry_trace(trace, mod, postprocs)
+                if carry.schedule is None:
+                    key = (carry.error or "replay").split(":")[0][:60]
+                    row["failed"][key] = row["failed"].get(key, 0) + 1
+                    continue
+                row["replayed"] += 1
+                shash = int(compat.structural_hash(carry.schedule.mod))
+                if shash in seen:
+                    continue
+                seen.add(shash)
+                info = {"design_space": None, "origin": "library", "parent": None,
+                        "mutator": None, "iteration": 0, "ancestor_line": None,
+                        "pick": "library", "predicted_score": None, "shash": str(shash),
+                        "carry": kind, "adjusted": list(carry.adjusted),
+                        "carried_from": _source_text(entry, rec.line - 1)}
+                carried.append((carry.schedule, info, shash))
+        carried = carried[:at_most]
+        row["measured"] = len(carried)
+        tuner.carried = carried
+
+    # -- the cost model -------------------------------------------------------------------------
+
+    def pretrain(self, shared: Any, tuners: list) -> int:
+        """Train the shared cost model on the library's records of the matched workloads on
+        this target (at most :data:`PRETRAIN_PER_WORKLOAD` each, :data:`PRETRAIN_AT_MOST` in
+        all); returns the samples trained on."""
+        entries: dict[tuple[str, int], LibraryEntry] = {}
+        for tuner in tuners:
+            kind, found = self.library.match(tuner.workload.mod, self.target)
+            for entry in found[:CARRY_SOURCES] if kind != "none" else []:
+                if entry.target == self.target_text:
+                    entries.setdefault((entry.source, entry.workload), entry)
+        left = PRETRAIN_AT_MOST
+        trained = 0
+        for entry in entries.values():
+            if left <= 0:
+                break
+            records = self.library.best_records(entry, 10**6)
+            picks = training_sample([mean_secs(r.run_secs) for r, _ in records],
+                                    at_most=min(PRETRAIN_PER_WORKLOAD, left))
+            try:
+                mod = self.library.workload_mod(entry)
+            except Exception:  # the library's workload of another TVM: not readable
+                continue
+            cands, results = [], []
+            for i in picks:
+                rec, body = records[i]
+                try:
+                    cands.append(_record_of(self.library, entry, body, mod)
+                                 .as_measure_candidate())
+                except Exception:  # TVM's errors: a trace that no longer replays
+                    continue
+                results.append(compat.ms.runner.RunnerResult(
+                    [float(s) for s in rec.run_secs], None))
+            if not cands:
+                continue
+            context = compat.ms.TuneContext(mod=mod, target=self.target,
+                                            num_threads=shared.num_threads)
+            shared.cost_model.update(context, cands, results)
+            trained += len(cands)
+            left -= len(cands)
+        self.pretrained = trained
+        return trained
+
+    def reuse_data(self) -> dict:
+        """The ``library_reuse`` event's (and sidecar line's) data."""
+        rows = [self.tasks[i] for i in sorted(self.tasks)]
+        return {"tasks": rows, "pretrained": self.pretrained, "reuse": self.reuse,
+                "committed": sum(r["committed"] for r in rows),
+                "tried": sum(r["tried"] for r in rows),
+                "replayed": sum(r["replayed"] for r in rows),
+                "measured": sum(r.get("measured", 0) for r in rows)}
+
+
+def coverage(model: Any, library: Any, target: Any = "llvm", *, untuned: bool = True,
+             params: dict | None = None) -> Coverage:
+    """What a tuning library covers of a model (or one workload), before any trial.
+
+    Parameters
+    ----------
+    model : str | Model | IRModule | PrimFunc | ...
+        What a :class:`~msviz.engine.session.Session` takes: a catalogue model (``"resnet50"``),
+        an ``.onnx`` file, a Relax module, or one workload.
+    library : str | Path | list | Library
+        Work dirs, bundles and folders of them.
+    target : str | dict | Target
+        The target the library's records must be of to be hits (``"llvm"``: this CPU).
+    untuned : bool
+        Build and time every task unscheduled (one batch, the local builder and runner), so the
+        coverage says the model's estimated latency from the library alone against untuned and
+        the share of the untuned latency covered.
+    params : dict, optional
+        A Relax model's weights.
+
+    Returns
+    -------
+    Coverage
+        One row per task (exact hit, anchor-block match, sibling or none) and the summary.
+    """
+    target = compat.make_target(target)
+    found, tasks = tasks_of(model, target, params=params)
+    lib = open_library(library)
+    untuned_us: dict[str, float | None] = {}
+    if untuned:
+        measurer = Measurer(target)
+        try:
+            untuned_us = {t["name"]: t["untuned_us"] for t in measure_untuned(measurer, tasks)}
+        finally:
+            measurer.close()
+    reuse = LibraryReuse(lib, target, "improve", warn=lambda _message: None)
+    name = found.name if found is not None else tasks[0].name
+    return reuse.coverage(tasks, model=name, untuned_us=untuned_us)
