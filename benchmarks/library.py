@@ -186,6 +186,12 @@ def report(args: Any, root: Path, runs: dict[str, dict], work_dirs: dict[str, Pa
               f"{_fmt(a):>8} s ({_fmt((a or math.nan) / cold_wall, '.2f')}x) "
               f"{_fmt(b):>7} s ({_fmt((b or math.nan) / lib_wall, '.2f')}x)  {carries}")
     print(f"(ratios: of stock-cold's wall {cold_wall:.1f} s and of stock-lib's {lib_wall:.1f} s)")
+    from msviz.views.quality import time_to_quality_figure
+
+    fig = time_to_quality_figure(list(infos.values()),
+                                 title=f"Time to quality: {args.model}, cold and with a library")
+    fig.write_html(str(root / "library.html"), include_plotlyjs=True)
+    print(f"curves: {root / 'library.html'}")
 
     cold, warm = first_batches(work_dirs["msviz-cold"]), first_batches(work_dirs["msviz-lib"])
     siblings = {t.name for t in cov.tasks if t.match == "sibling"}

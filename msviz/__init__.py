@@ -21,9 +21,9 @@ from msviz.errors import (
     WorkloadError,
     WriteError,
 )
-from msviz.records import Run, Trial
-from msviz.records import open_work_dir as open
+from msviz.records import Run, Trial, open_work_dir
 from msviz.records.bundle import write_bundle as bundle
+from msviz.records.coverage import run_coverage
 from msviz.records.library import Library
 from msviz.records.many import open_many
 from msviz.records.merge import database, merge
@@ -71,6 +71,20 @@ __all__ = [
     "with_decisions",
     "workloads",
 ]
+
+
+def open(work_dir: Any, *, library: Any = None, target: Any = None) -> Run:
+    """Open a MetaSchedule work dir (or a bundle of one) without re-tuning: a :class:`Run`.
+
+    ``library`` (paths, or a :class:`Library`): ``run.coverage`` says what that tuning library
+    holds for each of the run's tasks, on ``target`` (default: the target the run tuned for),
+    as the Tasks tab and the report show it. See :func:`msviz.records.open_work_dir`.
+    """
+    run = open_work_dir(work_dir)
+    if library is not None:
+        lib = library if isinstance(library, Library) else Library(library)
+        run.library_coverage = run_coverage(run, lib, target)
+    return run
 
 
 def dashboard(source: Any, **options: Any) -> Any:

@@ -47,8 +47,9 @@ __all__ = ["CARRIED_AT_MOST", "EXACT_RECORDS", "PRETRAIN_AT_MOST", "LibraryReuse
 EXACT_RECORDS = 16
 #: Library workloads whose traces are carried to an anchor-block or sibling task, nearest first.
 CARRY_SOURCES = 4
-#: Fastest records carried from each of them.
-CARRY_PER_SOURCE = 4
+#: Fastest records carried from each of them (the cost model, trained on the library first,
+#: ranks all the carries; the best-ranked fill the first batch).
+CARRY_PER_SOURCE = 8
 #: Carried schedules measured in a task's first batch, at most (and at most the batch).
 CARRIED_AT_MOST = 16
 #: Library records of one workload the cost model is pre-trained on (spread over their ranking).
@@ -150,7 +151,7 @@ class LibraryReuse:
             info = {"design_space": None, "origin": "library", "parent": None, "mutator": None,
                     "iteration": 0, "ancestor_line": None, "pick": "library",
                     "predicted_score": None, "carry": "exact", "adjusted": [],
-                    "carried_from": _source_text(entry, rec.line - 1)}
+                    "carried_from": _source_text(entry, self.library.trial_of(entry, rec.line))}
             shash = int(compat.structural_hash(cand.sch.mod))
             res = MeasureResult(tuple(float(s) for s in rec.run_secs), None, None)
             callbacks.add_to_database(tuner, cand.sch, cand.args_info, res, info, batch=None,
@@ -199,11 +200,30 @@ class LibraryReuse:
                         "mutator": None, "iteration": 0, "ancestor_line": None,
                         "pick": "library", "predicted_score": None, "shash": str(shash),
                         "carry": kind, "adjusted": list(carry.adjusted),
-                        "carried_from": _source_text(entry, rec.line - 1)}
+                        "carried_from": _source_text(
+                            entry, self.library.trial_of(entry, rec.line))}
                 carried.append((carry.schedule, info, shash))
-        carried = carried[:at_most]
+        carried = self._ranked(tuner, carried)[:at_most]
         row["measured"] = len(carried)
         tuner.carried = carried
+
+    @staticmethod
+    def _ranked(tuner: Any, carried: list[tuple[Any, dict, int]]) -> list[tuple[Any, dict, int]]:
+        """The carries, best predicted first, when the cost model is trained (it learned the
+        library first: :meth:`pretrain`); else as found (nearest workload, fastest record
+        first). Each carry's ``predicted_score`` is kept (the Plots tab ranks the batch)."""
+        model = tuner.cost_model
+        if len(carried) < 2 or getattr(model, "booster", None) is None or \
+                model.data_size < model.num_warmup_samples:
+            return carried
+        cands = [compat.ms.search_strategy.MeasureCandidate(
+            sch, compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True))
+            for sch, _, _ in carried]
+        scores = [float(x) for x in model.predict(tuner.context, cands)]
+        for (_, info, _), score in zip(carried, scores, strict=True):
+            info["predicted_score"] = score
+        order = sorted(range(len(carried)), key=lambda i: -scores[i])  # stable among equals
+        return [carried[i] for i in order]
 
     # -- the cost model -------------------------------------------------------------------------
 
@@ -222,8 +242,8 @@ class LibraryReuse:
         for entry in entries.values():
             if left <= 0:
                 break
-            records = self.library.best_records(entry, 10**6)
-            picks = training_sample([mean_secs(r.run_secs) for r, _ in records],
+            records = self.library.ranked(entry)
+            picks = training_sample([mean_secs(r.run_secs) for r in records],
                                     at_most=min(PRETRAIN_PER_WORKLOAD, left))
             try:
                 mod = self.library.workload_mod(entry)
@@ -231,8 +251,9 @@ class LibraryReuse:
                 continue
             cands, results = [], []
             for i in picks:
-                rec, body = records[i]
+                rec = records[i]
                 try:
+                    body = self.library.record_json(entry, rec)
                     cands.append(_record_of(self.library, entry, body, mod)
                                  .as_measure_candidate())
                 except Exception:  # TVM's errors: a trace that no longer replays

@@ -16,6 +16,7 @@ import math
 import threading
 import time
 import traceback
+import warnings
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -384,16 +385,18 @@ class Worker:
 
         try:
             with self.measure_lock, self.profile.timeit("msviz/Library"):
-                library = open_library(self.config.library)
+                with warnings.catch_warnings():  # its problems become warning events below
+                    warnings.simplefilter("ignore")
+                    library = open_library(self.config.library)
                 reuse = LibraryReuse(library, self.config.target, self.config.reuse, self.warn)
                 for message in [*library.problems, *library.other_targets(self.config.target)]:
                     self.warn(f"library: {message}")
                 cov = reuse.coverage(self.tasks, model=self.name, untuned_us=self.untuned_us)
                 self._write_sidecar("library_coverage", reuse.coverage_data(cov))
                 self.events.emit("library_coverage", self.name, **reuse.coverage_data(cov))
+                reuse.pretrain(self.shared, self.tuners)  # first: it ranks the carries
                 for tuner in self.tuners:
                     reuse.prepare(tuner, self.config.trials_per_batch)
-                reuse.pretrain(self.shared, self.tuners)
         except Exception as err:  # the library is a help, never the session's end
             self.warn(f"library: not used ({type(err).__name__}: {err})")
             return

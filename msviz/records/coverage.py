@@ -5,13 +5,14 @@ and a model's tasks; :func:`coverage_text` prints it as a table (the CLI's outpu
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 from msviz.records.coverage_types import MATCHES, Coverage, TaskCoverage
 from msviz.records.library import Library, LibraryEntry, workload_keys
 from msviz.records.targets import record_target
 
-__all__ = ["coverage", "coverage_text"]
+__all__ = ["coverage", "coverage_text", "run_coverage"]
 
 #: The kinds of match whose best latency counts as the library's for a task.
 _REUSED = ("exact", "anchor")
@@ -113,3 +114,16 @@ def coverage_text(cov: Coverage) -> str:
     if cov.problems:
         out += ["", "problems:", *(f"  {p}" for p in cov.problems)]
     return "\n".join(out)
+
+
+def run_coverage(run: Any, library: Library, target: Any = None) -> Coverage:
+    """What ``library`` holds for each task of an opened work dir (``msviz.open(path,
+    library=...)``): its tasks' workloads, on ``target`` (default: the target its session
+    tuned for, as its environment line says; else this CPU)."""
+    env = run.environment or {}
+    target = record_target(target if target is not None else env.get("target") or "llvm")
+    tasks = [SimpleNamespace(index=int(row.index), name=str(row.task), weight=int(row.weight),
+                             workload=SimpleNamespace(mod=run.workload_mod(int(row.workload))))
+             for row in run.tasks.itertuples()]
+    name = (env.get("model") or {}).get("name") or run.work_dir.name
+    return coverage(tasks, library, target, model=str(name))

@@ -9,7 +9,6 @@ A :class:`Library` indexes each workload of each source once per target its reco
   ``module_equality="anchor-block"`` hashes it) on the same target, with a successful record;
 * *siblings*: the same operator (anchor block name), rank and dtype at another shape, or any
   workload of it on another target.
-
 Nothing is ever written into a library path: each source's index is cached as JSON in msviz's
 cache folder (:mod:`msviz.records.open_cache`'s), keyed by its files' size, times and inode and
 by the TVM version. A source that cannot be read (missing, corrupt, a bundle msviz refuses, one
@@ -19,7 +18,6 @@ written by another TVM release) is named once in :attr:`Library.problems` and wa
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import math
@@ -39,8 +37,11 @@ from msviz import compat
 from msviz.errors import BundleError, MsvizWarning
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
-from msviz.records import log_ties, open_cache, targets
+from msviz.records import log_ties, targets
 from msviz.records import logs as log_files
+from msviz.records.library_cache import input_stats as _input_stats
+from msviz.records.library_cache import load as _load_cache
+from msviz.records.library_cache import save as _save_cache
 from msviz.records.many import run_names
 from msviz.records.row import mean_run_secs, valid_run_secs
 from msviz.records.sidecar import SIDECAR_FILE
@@ -253,46 +254,6 @@ def _index_work_dir(work_dir: Path, texts: dict[str, str | None]) -> dict[str, A
             "tasks": {str(w): n for w, n in names.items()}, "groups": list(groups.values())}
 
 
-def _input_stats(work_dir: Path, bundle: Path | None) -> list[list]:
-    """Name, size, times and inode of each file an index is read from (a bundle: its zip)."""
-    files = [bundle] if bundle else [work_dir / db_files.WORKLOAD_FILE,
-                                     work_dir / db_files.RECORD_FILE, work_dir / SIDECAR_FILE]
-    if not bundle and (work_dir / "logs").is_dir():
-        files += sorted(p for p in (work_dir / "logs").glob("*.log") if p.is_file())
-    stats = [(p.name, p.stat()) for p in files if p.is_file()]
-    return [[n, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino] for n, s in stats]
-
-
-def _cache_file(path: Path) -> Path:
-    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return open_cache.cache_path(path).parent / f"library-{name}.json"
-
-
-def _load_cache(path: Path, key: str) -> dict[str, Any] | None:
-    try:
-        with open(_cache_file(path), encoding="utf-8") as f:
-            data = json.load(f)
-        return data["index"] if data.get("key") == key else None
-    except Exception:  # absent, unreadable or malformed: indexed afresh
-        return None
-
-
-def _save_cache(path: Path, key: str, index: dict[str, Any]) -> None:
-    target = _cache_file(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".library-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"key": key, "index": index}, f)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError:  # an unwritable cache folder: the library works uncached
-        return
-
-
 def _entries(work_dir: Path, index: dict[str, Any]) -> list[tuple[LibraryEntry, str | None]]:
     """The entries of an index (source name left empty) with their dtypes; an error where the
     index is malformed."""
@@ -347,6 +308,7 @@ class Library:
         self._cache, self._tmp = cache, None
         self._texts: dict[str, str | None] = {}
         self._mods: dict[tuple[Path, int], Any] = {}
+        self._cols: dict[Path, db_files.RecordColumns] = {}
         self._dtypes: dict[tuple[str, int], str | None] = {}
         indexed: list[tuple[Path, list[tuple[LibraryEntry, str | None]]]] = []
         for path, bundle in _find_sources([Path(p) for p in given], self.problems):
@@ -522,17 +484,38 @@ class Library:
         """The entry's ``k`` fastest successful records, fastest first (file order among
         equals), each with its record JSON as ``TuningRecord.from_json`` reads it
         (``[trace, run_secs, target, args_info]``; the trace JSON first), read lazily."""
-        path = entry.work_dir / db_files.RECORD_FILE
-        with warnings.catch_warnings():  # the library named this source's problems already
-            warnings.simplefilter("ignore")
-            count = _nonblank_lines(entry.work_dir / db_files.WORKLOAD_FILE)
-            cols = db_files.read_record_columns(path, count)
+        return [(rec, self.record_json(entry, rec)) for rec in self.ranked(entry)[:max(k, 0)]]
+
+    def ranked(self, entry: LibraryEntry) -> list[db_files.RecordLine]:
+        """The entry's successful records, fastest first (file order among equals); their
+        JSON is read by :meth:`record_json`."""
+        cols = self._columns(entry.work_dir)
         picked = sorted((mean_run_secs(secs), i) for i, (w, secs, line, raw) in enumerate(zip(
             cols.workload, cols.run_secs, cols.line, cols.target, strict=True))
             if w == entry.workload and valid_run_secs(secs) and line not in cols.unscheduled
             and _text_of(raw, self._texts) == entry.target)
-        recs = [db_files.RecordLine(*(col[i] for col in cols[:5])) for _, i in picked[:max(k, 0)]]
-        return [(rec, db_files.read_record_json(path, rec.offset)[1]) for rec in recs]
+        return [db_files.RecordLine(*(col[i] for col in cols[:5])) for _, i in picked]
+
+    @staticmethod
+    def record_json(entry: LibraryEntry, rec: db_files.RecordLine) -> Any:
+        """A record's JSON (``[trace, run_secs, target, args_info]``)."""
+        return db_files.read_record_json(entry.work_dir / db_files.RECORD_FILE, rec.offset)[1]
+
+    def trial_of(self, entry: LibraryEntry, line: int) -> int:
+        """The task trial number (0-based, in file order) of record ``line`` of its workload."""
+        cols = self._columns(entry.work_dir)
+        return sum(1 for w, n in zip(cols.workload, cols.line, strict=True)
+                   if w == entry.workload and n < line)
+
+    def _columns(self, work_dir: Path) -> db_files.RecordColumns:
+        """A work dir's record columns, read once per library."""
+        if work_dir not in self._cols:
+            with warnings.catch_warnings():  # the library named this source's problems already
+                warnings.simplefilter("ignore")
+                count = _nonblank_lines(work_dir / db_files.WORKLOAD_FILE)
+                self._cols[work_dir] = db_files.read_record_columns(
+                    work_dir / db_files.RECORD_FILE, count)
+        return self._cols[work_dir]
 
     def workload_mod(self, entry: LibraryEntry) -> Any:
         """The entry's workload as an IRModule (parsed from its workload file once)."""

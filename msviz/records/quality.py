@@ -247,9 +247,15 @@ def run_started(run: Any) -> pd.Timestamp | None:
 def weights_of(run: Any) -> dict[str, float]:
     """Task name -> weight of a Run, in task order: from the task table its logs printed last
     (every task, tuned or not), else from ``Run.tasks`` (the tasks with records); weight 1
-    when unknown, as MetaSchedule's default."""
+    when unknown, as MetaSchedule's default. Where the logs name fewer tasks than the records
+    hold, a workload the logs do not name counts only if the run knows its weight: records of
+    other workloads (a tuning library merged into the work dir first) are not the model's."""
     logged = getattr(run, "task_table", None)
     if logged is not None and len(logged) >= len(run.tasks):
         ordered = logged.sort_values("id")
         return {str(n): float(w) for n, w in zip(ordered["name"], ordered["weight"])}
+    if logged is not None and len(logged) and run.tasks["weight"].notna().any():
+        named = set(map(str, logged["name"]))
+        tasks = run.tasks[run.tasks["weight"].notna() | run.tasks["task"].isin(named)]
+        return _weights(tasks)
     return _weights(run.tasks)

@@ -252,14 +252,13 @@ class Run:
 
     @property
     def coverage(self) -> Coverage | None:
-        """What a tuning library covered of the model before tuning: the last
-        ``library_coverage`` sidecar line (None without one; a LiveRun reads no sidecar)."""
-        return last_coverage(getattr(self, "_sidecar_other", ()), str(self.work_dir))
+        """A tuning library's coverage: ``msviz.open(path, library=...)``'s, else the last
+        ``library_coverage`` sidecar line (None without; a LiveRun reads none)."""
+        other = getattr(self, "_sidecar_other", ())
+        return getattr(self, "library_coverage", None) or last_coverage(other, str(self.work_dir))
 
-    @property
-    def migrated(self) -> bool:
-        """Whether records written by an older TVM were migrated on read."""
-        return self.migration is not None and self.migration.migrated > 0
+    migrated = property(lambda self: self.migration is not None and self.migration.migrated > 0,
+                        doc="Whether records written by an older TVM were migrated on read.")
 
     @property
     def profile(self) -> pd.DataFrame:

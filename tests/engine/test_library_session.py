@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +97,9 @@ def test_a_sibling_measures_carried_schedules_first_results_checked(
     reuse = [e.data for e in session.events.snapshot() if e.kind == "library_reuse"][-1]
     row = reuse["tasks"][0]
     assert row["match"] == "sibling"
-    # the library's 4 fastest successful records of its one workload were tried
+    # the library's 8 fastest successful records of its one workload were tried
     lib_ok = [r for r in _records(library) if r[1][1] and r[1][1][0] < 1e9]
-    assert row["tried"] == min(4, len(lib_ok))
+    assert row["tried"] == min(8, len(lib_ok))
     trials = _trial_lines(wd)
     carried = [t for t in trials if t.get("origin") == "library"]
     assert len(carried) == row["measured"] >= 1
@@ -106,6 +108,9 @@ def test_a_sibling_measures_carried_schedules_first_results_checked(
     # every carried schedule ran and its result matched numpy's (check="measured")
     assert all(t.get("error_kind") is None for t in carried)
     assert [t["check"] for t in carried] == ["ok"] * len(carried)
+    # ranked by the cost model the library trained first, best predicted measured first
+    scores = [t["predicted_score"] for t in carried]
+    assert None not in scores and scores == sorted(scores, reverse=True), scores
     # M 64 -> 48: some tile of M had to change in every carried schedule
     assert all(t["adjusted"] for t in carried)
     # the batch is filled by the search: 8 trials, carried ones counted
@@ -134,3 +139,69 @@ def test_a_bad_library_or_reuse_is_named() -> None:
     with pytest.raises(TypeError, match="library must be a path"):
         Session("GMM-0", library=3)
     assert msviz.Session("GMM-0", library="somewhere").config.library == ("somewhere",)
+
+
+def test_a_library_with_bad_sources_is_used_and_each_named_once(
+        library: Path, tmp_path: Path) -> None:
+    """A team folder: the good library, a work dir whose record file is garbage, a bundle of
+    another TVM release and a work dir of another CPU: the session tunes on, each bad source
+    is named once, the other CPU's records are siblings only, nothing is written there."""
+    team = tmp_path / "team"
+    shutil.copytree(library, team / "good")
+    corrupt = team / "corrupt"
+    shutil.copytree(library, corrupt)
+    (corrupt / db_files.RECORD_FILE).write_text("not json\n{broken\n")
+    msviz.bundle(library, tmp_path / "lib.zip")
+    with zipfile.ZipFile(tmp_path / "lib.zip") as zin, \
+            zipfile.ZipFile(team / "old.zip", "w") as zout:  # a bundle another TVM wrote
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename == "manifest.json":
+                data = json.dumps({**json.loads(data), "environment": {
+                    "versions": {"tvm": "0.19.0"}}}).encode()
+            zout.writestr(info, data)
+    other = Session(workloads.get("GMM", shape=SHAPE), work_dir=team / "haswell",
+                    target={"kind": "llvm", "mcpu": "haswell", "num-cores": 2}, max_trials=4,
+                    trials_per_batch=4, end_to_end_check=False, **TINY)
+    other.start()
+    assert other.wait(600) == "finished"
+    before = _digest(team)
+    session = Session(workloads.get("GMM", shape=SHAPE), work_dir=tmp_path / "wd",
+                      max_trials=4, trials_per_batch=4, library=team, **TINY)
+    session.start()
+    assert session.wait(600) == "finished"
+    assert session.trials_done == 4
+    warned = [e.data["message"] for e in session.events.snapshot() if e.kind == "warning"
+              and e.data["message"].startswith("library: ")]
+    for name in ("corrupt", "old.zip", "haswell"):
+        assert sum(name in m for m in warned) == 1, (name, warned)
+    cov = [e.data for e in session.events.snapshot() if e.kind == "library_coverage"][-1]
+    task = cov["coverage"]["tasks"][0]
+    assert task["match"] == "exact" and task["source"].startswith("good/"), task
+    assert _digest(team) == before
+
+
+def test_open_with_a_library_says_what_it_covers(library: Path) -> None:
+    run = msviz.open(library, library=[library])
+    name = workloads.get("GMM", shape=SHAPE).name  # the library session's task
+    assert [(t.match, t.source) for t in run.coverage.tasks] == [("exact", f"gmm64/{name}")]
+    assert run.coverage.tasks[0].best_us == pytest.approx(_library_best_us(library))
+    assert msviz.open(library).coverage is None  # no library, no coverage line
+
+
+def test_the_cli_prints_coverage_and_tunes_with_a_library(library: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    from msviz.cli import main
+
+    assert main(["coverage", "GMM-0", "--library", str(library), "--no-untuned"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("0 "))
+    name = workloads.get("GMM", shape=SHAPE).name
+    assert row.split()[3:4] == ["sibling"] and f"gmm64/{name}" in row, out
+    assert "1 sibling" in out, out
+    wd = tmp_path / "wd"
+    assert main(["tune", "GMM-0", "--library", str(library), "--trials", "4", "--batch", "4",
+                 "--population-size", "16", "--genetic-num-iters", "1", "--min-repeat-ms", "0",
+                 "--work-dir", str(wd), "--no-report"]) == 0
+    first = [t for t in _trial_lines(wd) if t["batch"] == 0]
+    assert len(first) == 4 and first[0]["origin"] == "library", first  # carried ones first
