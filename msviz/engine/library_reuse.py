@@ -100,6 +100,13 @@ class LibraryReuse:
         #: Per task index: what was reused (the ``library_reuse`` event's rows).
         self.tasks: dict[int, dict] = {}
         self.pretrained = 0
+        self._matches: dict[int, tuple[str, list[LibraryEntry]]] = {}
+
+    def _match(self, tuner: Any) -> tuple[str, list[LibraryEntry]]:
+        """What the library holds for a tuner's task (looked up once per task)."""
+        if tuner.task_index not in self._matches:
+            self._matches[tuner.task_index] = self.library.match(tuner.workload.mod, self.target)
+        return self._matches[tuner.task_index]
 
     # -- coverage -----------------------------------------------------------------------------
 
@@ -121,7 +128,7 @@ class LibraryReuse:
         """Reuse what the library holds for one tuner's task (set up, holding no record of
         its own yet): an exact hit's records committed, or schedules carried for its first
         batch (``tuner.carried``). Returns the task's ``library_reuse`` row."""
-        kind, entries = self.library.match(tuner.workload.mod, self.target)
+        kind, entries = self._match(tuner)
         row = {"index": tuner.task_index, "name": tuner.task, "match": kind, "committed": 0,
                "tried": 0, "replayed": 0, "failed": {}, "source": None, "reuse": self.reuse}
         if tuner.next_task_trial or kind == "none" or tuner.search is None:
@@ -233,7 +240,7 @@ class LibraryReuse:
         all); returns the samples trained on."""
         entries: dict[tuple[str, int], LibraryEntry] = {}
         for tuner in tuners:
-            kind, found = self.library.match(tuner.workload.mod, self.target)
+            kind, found = self._match(tuner)
             for entry in found[:CARRY_SOURCES] if kind != "none" else []:
                 if entry.target == self.target_text:
                     entries.setdefault((entry.source, entry.workload), entry)

@@ -36,6 +36,7 @@ from msviz.engine.control import (
 from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import catalogue_source, environment_of
 from msviz.engine.events import EventLog
+from msviz.engine.library_reuse import LibraryReuse, open_library
 from msviz.engine.measure.rpc import fleet_of
 from msviz.engine.measure.untuned import measure_untuned
 from msviz.engine.profile import Profile
@@ -381,7 +382,6 @@ class Worker:
         fails here is named in a warning; tuning goes on without it."""
         if not self.config.library:
             return
-        from msviz.engine.library_reuse import LibraryReuse, open_library  # heavy: index, carries
 
         try:
             with self.measure_lock, self.profile.timeit("msviz/Library"):
@@ -392,8 +392,9 @@ class Worker:
                 for message in [*library.problems, *library.other_targets(self.config.target)]:
                     self.warn(f"library: {message}")
                 cov = reuse.coverage(self.tasks, model=self.name, untuned_us=self.untuned_us)
-                self._write_sidecar("library_coverage", reuse.coverage_data(cov))
-                self.events.emit("library_coverage", self.name, **reuse.coverage_data(cov))
+                data = reuse.coverage_data(cov)
+                self._write_sidecar("library_coverage", data)
+                self.events.emit("library_coverage", self.name, **data)
                 reuse.pretrain(self.shared, self.tuners)  # first: it ranks the carries
                 for tuner in self.tuners:
                     reuse.prepare(tuner, self.config.trials_per_batch)

@@ -309,6 +309,7 @@ class Library:
         self._texts: dict[str, str | None] = {}
         self._mods: dict[tuple[Path, int], Any] = {}
         self._cols: dict[Path, db_files.RecordColumns] = {}
+        self._trials: dict[Path, dict[int, int]] = {}
         self._dtypes: dict[tuple[str, int], str | None] = {}
         indexed: list[tuple[Path, list[tuple[LibraryEntry, str | None]]]] = []
         for path, bundle in _find_sources([Path(p) for p in given], self.problems):
@@ -503,9 +504,13 @@ class Library:
 
     def trial_of(self, entry: LibraryEntry, line: int) -> int:
         """The task trial number (0-based, in file order) of record ``line`` of its workload."""
-        cols = self._columns(entry.work_dir)
-        return sum(1 for w, n in zip(cols.workload, cols.line, strict=True)
-                   if w == entry.workload and n < line)
+        if entry.work_dir not in self._trials:  # each record's place in its workload, once
+            seen: dict[int, int] = {}
+            cols, trials = self._columns(entry.work_dir), {}
+            for w, n in zip(cols.workload, cols.line, strict=True):
+                trials[n], seen[w] = seen.get(w, 0), seen.get(w, 0) + 1
+            self._trials[entry.work_dir] = trials
+        return self._trials[entry.work_dir][line]
 
     def _columns(self, work_dir: Path) -> db_files.RecordColumns:
         """A work dir's record columns, read once per library."""

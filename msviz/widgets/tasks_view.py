@@ -110,6 +110,14 @@ def table_html(info: V.TasksInfo, *, focus: str | None = None,
     )
 
 
+
+def _section(css_class: str) -> tuple[W.HTML, Any, W.VBox]:
+    """A section's text, figure and box (hidden until it has something to show)."""
+    text, plot = W.HTML(), figure_widget()
+    box = W.VBox([text, plot], layout=W.Layout(display="none"))
+    box.add_class(css_class)
+    return text, plot, box
+
 class TasksView(W.VBox):
     """The Tasks tab of a model: table, model latency, trials per task, end to end.
 
@@ -150,19 +158,11 @@ class TasksView(W.VBox):
         self.profile_info: P.ModelProfileInfo | None = None
         #: The forecast scheduler's last reason, calibration, model at the end of the budget
         #: and the tasks' bands: hidden unless the session forecasts.
-        self.forecast_text = W.HTML()
-        self.forecast_plot = figure_widget()
-        self.forecast_box = W.VBox([self.forecast_text, self.forecast_plot],
-                                   layout=W.Layout(display="none"))
-        self.forecast_box.add_class("msviz-forecast")
+        self.forecast_text, self.forecast_plot, self.forecast_box = _section("msviz-forecast")
         self.forecast_info: F.ForecastInfo | None = None
         #: What a tuning library covers of the model (and how many trials came from it):
         #: hidden without a coverage.
-        self.library_text = W.HTML()
-        self.library_plot = figure_widget()
-        self.library_box = W.VBox([self.library_text, self.library_plot],
-                                  layout=W.Layout(display="none"))
-        self.library_box.add_class("msviz-library")
+        self.library_text, self.library_plot, self.library_box = _section("msviz-library")
         self.coverage_info: C.CoverageInfo | None = None
         self._drawn_coverage: Any = None
         self.error = ErrorArea()
