@@ -10,6 +10,7 @@ from msviz.engine.measure.rpc import rpc
 from msviz.engine.reproduce import reproduce
 from msviz.engine.restriction import propose_restriction, rerun
 from msviz.engine.search import search_strategy
+from msviz.engine.shapes import ShapeFamily, ShapeTuning, shapes, tune_shapes
 from msviz.errors import (
     BundleError,
     DecisionError,
@@ -29,6 +30,8 @@ from msviz.records.many import open_many
 from msviz.records.merge import database, merge
 from msviz.records.migrate import migrate_work_dir as migrate
 from msviz.records.paired import compare_models
+from msviz.records.shape_cover import ShapeCover
+from msviz.records.shape_cover import read_shape_cover as open_shapes
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
 from msviz.version import __version__ as __version__
@@ -44,6 +47,9 @@ __all__ = [
     "RuleSet",
     "Run",
     "Session",
+    "ShapeCover",
+    "ShapeFamily",
+    "ShapeTuning",
     "Trial",
     "WorkDirError",
     "WorkloadError",
@@ -60,13 +66,17 @@ __all__ = [
     "models",
     "open",
     "open_many",
+    "open_shapes",
     "propose_restriction",
     "ray_builder",
     "reproduce",
     "rerun",
     "rpc",
     "search_strategy",
+    "shapes",
+    "shapes_view",
     "trace_rows",
+    "tune_shapes",
     "why_not",
     "with_decisions",
     "workloads",
@@ -108,6 +118,16 @@ def compare(*sources: Any, names: Any = None) -> Any:
     from msviz.widgets.compare_view import compare as compare_runs  # heavy: the widgets
 
     return compare_runs(*sources, names=names)
+
+
+def shapes_view(source: Any, **options: Any) -> Any:
+    """A notebook view of a shape cover: a :class:`ShapeCover`, a work root holding one
+    (``shapes.json``), or a live :class:`ShapeTuning` it follows (its regret heat map, dispatched
+    against own latency, the dispatch table). See :class:`msviz.widgets.shapes_view.ShapesView`
+    (imported on first use: widgets are heavy)."""
+    from msviz.widgets.shapes_view import ShapesView  # heavy: ipywidgets, plotly
+
+    return ShapesView(source, **options)
 
 
 def why_not(workload: Any, *, target: Any = "llvm", rules: Any = None, **want: Any) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime
 import html
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,9 @@ from msviz.analysis.restriction import REPORT_READ_AT_MOST, REPORT_TASKS, task_p
 from msviz.compat import describe_target
 from msviz.errors import WriteError
 from msviz.records import Run, open_work_dir
-from msviz.records.export import atomic_path
 from msviz.records.model_profile import recorded_model_profile
-from msviz.records.output import check_output, default_output
+from msviz.records.output import check_output, default_output, output_file
+from msviz.records.shape_cover import ShapeCover, read_shape_cover
 from msviz.records.sidecar import quarantine_of
 from msviz.views import (
     best_so_far_figure,
@@ -53,8 +52,15 @@ from msviz.views.profile import (
 )
 from msviz.views.quality import run_quality_info, time_to_quality_figure
 from msviz.views.quarantine import quarantine_info
+from msviz.views.shapes import (
+    coverage_bars,
+    dispatch_text,
+    regret_heatmap,
+    shape_cover_html,
+    shape_cover_info,
+)
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["render_report", "render_shapes_report", "write_report", "write_shapes_report"]
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto;
@@ -332,13 +338,88 @@ def write_report(run: Run | str | Path, path: str | Path | None = None, *,
     bundle; an existing file is replaced only with ``overwrite=True``.
     """
     path = check_output(default_output(run, "report.html") if path is None else path,
-                        overwrite=overwrite, what="report")
+                        overwrite=overwrite, what="report")  # before the report is made
     text = render_report(run, title=title, end_to_end=end_to_end)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise WriteError(f"cannot write the report {path}: {err.strerror or err}") from None
-    with atomic_path(path, what="report") as tmp:
+    with output_file(path, overwrite=overwrite, what="report") as tmp:
         tmp.write_text(text, encoding="utf-8")
-        os.chmod(tmp, 0o644)  # mkstemp's file is private
+    return path
+
+
+def render_shapes_report(cover: ShapeCover | str | Path, *, title: str | None = None) -> str:
+    """The HTML text of a shape cover's report: the summary, the regret heat map, dispatched
+    against own latency, the dispatch and a row per shape, each tuned shape's tuning.
+
+    Parameters
+    ----------
+    cover : ShapeCover | str | Path
+        A cover, or the work root holding its ``shapes.json``.
+    title : str, optional
+        Heading of the page (default: the family and the work root).
+    """
+    if not isinstance(cover, ShapeCover):
+        cover = read_shape_cover(cover)
+    info = shape_cover_info(cover)
+    title = title or (f"msviz shapes report: {info.family} over {info.dim}"
+                      + (f" ({cover.root})" if cover.root else ""))
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f'<p class="note">{len(info.labels)} shapes, target '
+             f"{html.escape(_target_text(cover.target))}, {cover.trials} trials a tuned "
+             f"shape; generated {datetime.datetime.now().isoformat(timespec='seconds')} by "
+             "msviz.</p>",
+             '<h2 id="cover">Cover</h2>', shape_cover_html(info)]
+    plotly_js: bool | str = True
+    for fig in (regret_heatmap(info), coverage_bars(info)):
+        fig.update_layout(template="plotly_white")
+        parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
+        plotly_js = False
+    parts += ['<h2 id="dispatch">Dispatch</h2>',
+              f"<pre>{html.escape(dispatch_text(info))}</pre>"]
+    if cover.work_dir:
+        parts.append(f'<p class="note">The dispatch work dir (every shape\'s records, for '
+                     f"<code>compile_tir</code>): <code>{html.escape(cover.work_dir)}</code> "
+                     "in the work root.</p>")
+    if cover.tuned:
+        rows = "".join(
+            f'<tr><td class="text">{html.escape(t.label)}</td><td>{t.order + 1}</td>'
+            f"<td>{t.trials}</td><td>{t.seconds:,.1f}</td>"
+            f'<td class="text">{html.escape(t.why)}</td></tr>'
+            for t in sorted(cover.tuned, key=lambda t: t.order))
+        parts += ['<h2 id="tuned">Tuned shapes</h2>',
+                  '<table class="msviz"><thead><tr><th>shape</th><th>order</th><th>trials</th>'
+                  f"<th>seconds</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"]
+    return ('<!DOCTYPE html><html><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+            + "\n".join(parts) + "</body></html>")
+
+
+def _target_text(target: str) -> str:
+    """The cover's target in words; as written when TVM cannot read it back."""
+    try:
+        return describe_target(target)
+    except ValueError:
+        return target
+
+
+def write_shapes_report(cover: ShapeCover | str | Path, path: str | Path | None = None, *,
+                        title: str | None = None, overwrite: bool = False) -> Path:
+    """Write :func:`render_shapes_report` to ``path`` (default ``ROOT/report.html`` of the
+    cover's work root) and return the path; an existing file is replaced only with
+    ``overwrite=True``."""
+    if path is None:
+        root = cover.root if isinstance(cover, ShapeCover) else cover
+        if root is None:
+            raise WriteError("this shape cover has no work root: give the report's path")
+        path = Path(root) / "report.html"
+    path = check_output(path, overwrite=overwrite, what="report")
+    text = render_shapes_report(cover, title=title)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WriteError(f"cannot write the report {path}: {err.strerror or err}") from None
+    with output_file(path, overwrite=overwrite, what="report") as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return path

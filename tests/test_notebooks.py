@@ -15,7 +15,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 
 def test_notebooks_are_stored_without_outputs() -> None:
-    assert len(NOTEBOOKS) == 11
+    assert len(NOTEBOOKS) == 12
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:

@@ -60,26 +60,8 @@ class Difference(NamedTuple):
 
 def find_block(stmt: Any) -> Any:
     """The first non-root SBlock under ``stmt`` whose body is a store (a compute block)."""
-    tir = compat.tir
-    stack = [stmt]
-    while stack:
-        node = stack.pop(0)
-        if isinstance(node, tir.PrimFunc):
-            stack.append(node.body)
-        elif isinstance(node, tir.stmt.SeqStmt):
-            stack.extend(node.seq)
-        elif hasattr(node, "block") and not isinstance(node, tir.stmt.BufferStore):
-            stack.append(node.block)  # SBlockRealize
-        elif hasattr(node, "iter_vars") and hasattr(node, "body"):  # SBlock
-            if isinstance(node.body, tir.stmt.BufferStore) and node.name_hint != "root":
-                return node
-            stack.append(node.body)
-        elif hasattr(node, "body"):  # For, LetStmt, AttrStmt
-            stack.append(node.body)
-        elif hasattr(node, "then_case"):
-            stack.append(node.then_case)
-    return None
-
+    return next((b for b in compat.sblocks(stmt) if b.name_hint != "root"
+                 and isinstance(b.body, compat.tir.stmt.BufferStore)), None)
 
 def _loads(expr: Any, out: list) -> list:
     """Every BufferLoad of ``expr``, in the order read."""

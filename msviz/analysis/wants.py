@@ -66,14 +66,33 @@ def _site_info(site: Any) -> dict:
 # -- decision wants ---------------------------------------------------------------------------
 
 
-def _edit(plan: Plan, site: Any, value: Any, *, rule: str) -> None:
-    """Edit ``site`` to ``value``; a value outside its choices is a soft block, forced raw."""
+def _edit(plan: Plan, site: Any, value: Any, *, rule: str, given: str) -> None:
+    """Edit ``site`` to ``value``. A tile whose innermost factor is past the rule's
+    ``max_innermost_factor`` is a soft block, forced; any other value ``with_decisions``
+    refuses (a factor below 1, the wrong product or length, no such candidate or location) is
+    refused here too, before TVM sees it (a zero factor kills the process in TVM).
+
+    Raises
+    ------
+    DecisionError
+        Naming the argument (``given``), the instruction and what it allows.
+    """
+    info = _site_info(site)
     try:
-        plan.edits[site.index] = check_edit(site.index, site.kind, value, _site_info(site))
+        plan.edits[site.index] = check_edit(site.index, site.kind, value, info)
+        return
     except DecisionError as err:
-        raw = list(value) if isinstance(value, (list, tuple)) else value
-        plan.edits[site.index] = raw
-        plan.block(rule, f"MetaSchedule never samples it: {err}")
+        sampled = err
+    try:
+        if site.kind != "SamplePerfectTile" or info.get("max_innermost_factor", -1) < 1:
+            raise sampled
+        plan.edits[site.index] = check_edit(site.index, site.kind, value,
+                                            {**info, "max_innermost_factor": -1})
+    except DecisionError as err:
+        refused = DecisionError(f"why_not({given}): {err}")
+        refused.__dict__.update(err.__dict__)
+        raise refused from None
+    plan.block(rule, f"MetaSchedule never samples it: {sampled}")
 
 
 def _tile(plan: Plan, tiles: Any) -> None:
@@ -87,7 +106,7 @@ def _tile(plan: Plan, tiles: Any) -> None:
             plan.block("MultiLevelTiling", f"no SamplePerfectTile tiles loop {loop} here "
                        f"(the tiled loops: {names})", hard=True)
             continue
-        _edit(plan, site, factors, rule="SamplePerfectTile")
+        _edit(plan, site, factors, rule="SamplePerfectTile", given=f"tile={tiles!r}")
 
 
 def _find_site(plan: Plan, key: Any) -> Any:
@@ -107,7 +126,7 @@ def _decision(plan: Plan, want: Any) -> None:
         plan.block("decision", f"no decision site {key!r} (sites: {listed or 'none'})",
                    hard=True)
         return
-    _edit(plan, site, value, rule=site.kind)
+    _edit(plan, site, value, rule=site.kind, given=f"decision={tuple(want)!r}")
 
 
 def _unroll(plan: Plan, steps: Any) -> None:
@@ -143,6 +162,10 @@ def _compute_at(plan: Plan, want: Any, prefix: Any) -> None:
     block, loop = want
     site = next((s for s in plan.sites if s.kind == "SampleComputeLocation"
                  and s.subject == block), None)
+    if site is None and block not in (names := _block_names(prefix(0))):
+        plan.block("compute_at", f"no block {block} in the workload (its blocks: "
+                   f"{', '.join(names) or 'none'})", hard=True)
+        return
     if site is None:
         plan.block("RandomComputeLocation", f"no SampleComputeLocation decides where block "
                    f"{block} is computed here (AutoInline inlined it, or it is tiled in place "
@@ -170,6 +193,16 @@ def _compute_at(plan: Plan, want: Any, prefix: Any) -> None:
     plan.block("SampleComputeLocation", f"{reason}; TVM's compute_at accepts loop {loop} "
                f"(extent {extent}), but SampleComputeLocation never offers it",
                hard=True, ir=_clip(sch.get(found[0]).script()))
+
+
+def _block_names(sch: Any) -> list[str]:
+    """The names of a schedule's blocks (root's descendants), outermost first."""
+    out, todo = [], list(sch.get_child_blocks(sch.get_sblock("root")))
+    while todo:
+        rv = todo.pop(0)
+        out.append(sch.get(rv).name_hint)
+        todo += list(sch.get_child_blocks(rv))
+    return out
 
 
 # -- loop wants (primitives) -----------------------------------------------------------------

@@ -344,6 +344,10 @@ def why_not(workload: Any, *, target: Any = "llvm", rules: Any = None, **want: A
     ------
     TypeError
         For an unknown or missing want, or a want of the wrong form.
+    DecisionError
+        For a ``tile`` or ``decision`` value ``with_decisions`` refuses (a factor below 1, the
+        wrong product or length, no such candidate), before TVM sees it; only an innermost
+        factor past ``max_innermost_factor`` is forced (MetaSchedule never samples it).
     """
     unknown = sorted(set(want) - set(WANTS))
     if unknown or not want:

@@ -15,11 +15,13 @@ from typing import Any
 
 import msviz
 from msviz.analysis.restriction import task_proposals
+from msviz.cli import shapes as shapes_cli
 from msviz.cli.progress import Progress, stage_text, waiting_text
 from msviz.compat import describe_target, make_target
 from msviz.engine import Session
 from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
+from msviz.engine.measure.runner import EVALUATOR_RANGES
 from msviz.engine.options import (
     MAX_SEED,
     MAX_TRIALS_PER_BATCH,
@@ -39,7 +41,8 @@ from msviz.records.merge import merge_text
 from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.quality import run_started
-from msviz.report import write_report
+from msviz.records.shape_cover import COVER_FILE
+from msviz.report import write_report, write_shapes_report
 from msviz.views import task_table_info
 from msviz.views.compare import compare_info, run_names, summary_frame
 from msviz.views.devices import devices_info, devices_text
@@ -51,7 +54,10 @@ __all__ = ["Progress", "format_task_table", "main", "stage_text"]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    out = write_report(args.work_dir, args.output, overwrite=args.force)
+    if (Path(args.work_dir) / COVER_FILE).is_file():  # a shape family's work root
+        out = write_shapes_report(args.work_dir, args.output, overwrite=args.force)
+    else:
+        out = write_report(args.work_dir, args.output, overwrite=args.force)
     print(f"wrote {out}")
     return 0
 
@@ -155,9 +161,13 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     progress = Progress(session)
     changes: list[str] = []
 
+    measured: list[bool] = []
+
     def on_event(event: Any) -> None:  # the worker thread: only note it, the main loop prints
         if session.model is not None and event.kind in ("task_done", "measured"):
             changes.append(event.kind)
+        if event.kind == "measured" and not measured:
+            measured.append(True)
 
     session.subscribe(on_event)
     start = last_table = time.perf_counter()
@@ -182,6 +192,11 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
         if not session.events[-1].get("msviz_error"):  # a bug, not the input: the trace helps
             print(session.events[-1].get("traceback", ""), file=sys.stderr)
         return 1
+    if args.resume and not measured and session.end_reason == "reached max_trials":
+        raise MsvizError(
+            f"the work dir {session.work_dir} already holds the {session.max_trials} trials of "
+            f"this budget, so nothing was measured: resume with a larger budget (e.g. --trials "
+            f"{2 * session.max_trials}) to tune on")
     print(f"{session.state} ({session.end_reason}) in {time.perf_counter() - start:.1f} s\n")
     if session.model is not None:
         print(format_task_table(session.task_table()))
@@ -266,7 +281,7 @@ def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str |
     parser.add_argument("--batch", type=_count(1, MAX_TRIALS_PER_BATCH), default=16,
                         help="trials per batch (default 16)")
     parser.add_argument("--seed", type=_count(0, MAX_SEED), default=1)
-    parser.add_argument("--work-dir", default=work_dir,
+    parser.add_argument("--work-dir", default=work_dir, type=_work_dir,
                         help=f"where records go (default {work_dir or 'a new temp dir'})")
     parser.add_argument("--target", default="llvm", type=_target,
                         help="llvm (default: this machine's CPU, its vector units), cuda, a tag, "
@@ -274,7 +289,8 @@ def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str |
     parser.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay"])
     parser.add_argument("--preset", default="msviz", choices=["msviz", "stock"])
     parser.add_argument("--resume", action="store_true", help="continue what the work dir holds")
-    parser.add_argument("--min-repeat-ms", type=_count(0), default=10,
+    parser.add_argument("--min-repeat-ms", type=_count(*EVALUATOR_RANGES["min_repeat_ms"]),
+                        default=10,
                         help="runner: minimum time per timing repeat (default 10)")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument("--rpc-wait", metavar="SECONDS", type=_seconds, default=600.0,
@@ -327,6 +343,13 @@ def _seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
     return value
+
+
+def _work_dir(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path would tune into the current directory: "
+                                         "name a directory (or leave the flag out)")
+    return text
 
 
 def _target(text: str) -> Any:
@@ -409,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not time the untuned tasks (no estimate against untuned)")
     cover.set_defaults(func=_cmd_coverage)
 
-    report = sub.add_parser("report", help="write a self-contained HTML report of a work dir")
+    report = sub.add_parser("report", help="write a self-contained HTML report of a work dir "
+                            "(or of a shape cover: a work root holding shapes.json)")
     report.add_argument("work_dir")
     report.add_argument("-o", "--output", help="HTML file (default WORK_DIR/report.html; "
                         "for a bundle, BUNDLE-report.html beside it)")
@@ -470,6 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("address", metavar="HOST:PORT", help="the tracker, e.g. 127.0.0.1:9190")
     devices.add_argument("--key", help="the device key to report on (default: all)")
     devices.set_defaults(func=_cmd_devices)
+    shapes_cli.add_parser(sub)
     return parser
 
 

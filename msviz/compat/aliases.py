@@ -100,3 +100,26 @@ def parse_script(text: str) -> Any:
     import tvm as _tvm
 
     return _tvm.script.from_source(text)
+
+
+def sblocks(stmt: Any) -> Any:
+    """Every SBlock under ``stmt`` (a PrimFunc or a statement), breadth first: the root, then
+    the blocks it holds (TVM 0.27 has no public block walker for ``tvm.tirx``)."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, tir.PrimFunc):
+            stack.append(node.body)
+        elif isinstance(node, tir.stmt.SeqStmt):
+            stack.extend(node.seq)
+        elif hasattr(node, "block") and not isinstance(node, tir.stmt.BufferStore):
+            stack.append(node.block)  # SBlockRealize
+        elif hasattr(node, "iter_vars") and hasattr(node, "body"):  # SBlock
+            yield node
+            stack.append(node.body)
+        elif hasattr(node, "body"):  # For, LetStmt, AttrStmt
+            stack.append(node.body)
+        elif hasattr(node, "then_case"):
+            stack.append(node.then_case)
+            if getattr(node, "else_case", None) is not None:
+                stack.append(node.else_case)

@@ -35,9 +35,14 @@ def make_target(target: Any = "llvm", *, num_cores: int | None = None) -> tvm.ta
     Raises
     ------
     msviz.errors.TargetError
-        For an ``mcpu`` LLVM does not know, and for a target that lacks what MetaSchedule
-        needs and msviz cannot fill in (:func:`complete_target`).
+        For an ``mcpu`` LLVM does not know, a ``num-cores`` (or ``num_cores``) below 1, and
+        for a target that lacks what MetaSchedule needs and msviz cannot fill in
+        (:func:`complete_target`).
     """
+    if num_cores is not None and (isinstance(num_cores, bool) or not isinstance(num_cores, int)
+                                  or num_cores < 1):
+        raise TargetError(f"num_cores must be an int >= 1 (the cores to parallelize for), not "
+                          f"{num_cores!r}")
     if isinstance(target, tvm.target.Target):
         return complete_target(target, num_cores=num_cores)
     cores = num_cores or host_cores()
@@ -123,10 +128,16 @@ def complete_target(target: tvm.target.Target, *, num_cores: int | None = None
     Raises
     ------
     msviz.errors.TargetError
-        Naming the missing attribute and how to give it.
+        Naming the missing attribute and how to give it, or a ``num-cores`` below 1.
     """
     kind = str(target.kind.name)
     attrs = target.attrs
+    for part in (target, target.host):
+        if part is not None and "num-cores" in part.attrs and int(part.attrs["num-cores"]) < 1:
+            raise TargetError(
+                f"target num-cores {int(part.attrs['num-cores'])} is not a number of cores: it "
+                f"must be >= 1 (the physical cores MetaSchedule parallelizes for; this machine "
+                f"has {host_cores()})")
     if kind == "llvm" and "num-cores" not in attrs:
         triple = str(attrs["mtriple"]) if "mtriple" in attrs else ""
         if not num_cores and not _compiles_here(triple):

@@ -25,6 +25,7 @@ from msviz.engine.options import (
     check_reuse,
     check_seconds,
     check_seed,
+    check_timeout,
     library_paths,
 )
 from msviz.engine.search.factory import STRATEGIES
@@ -111,7 +112,9 @@ class SessionConfig:
         if self.rules is not None and not isinstance(self.rules, RuleSet):
             raise TypeError(f"rules must be a RuleSet, not {type(self.rules).__name__}")
         set_("rules", (self.rules or RuleSet.default(self.target)).copy().validate())
-        set_("evaluator_config", _evaluator(self.evaluator_config))
+        for name in ("builder_timeout", "runner_timeout"):
+            set_(name, check_timeout(name, getattr(self, name)))
+        set_("evaluator_config", _evaluator(self.evaluator_config, self.runner_timeout))
         if isinstance(self.task_scheduler, str):
             set_("task_scheduler", scheduler_kinds.create(self.task_scheduler).kind)
         set_("num_threads", self.num_threads or compat.host_cores())
@@ -160,14 +163,16 @@ class SessionConfig:
     __hash__ = None  # type: ignore[assignment]  # holds a RuleSet and maybe objects
 
 
-def _evaluator(config: Any) -> Any:
-    """MetaSchedule's ``EvaluatorConfig`` (immutable) of None, a dict or itself; a dict's unknown
-    key is named."""
-    if isinstance(config, Mapping):
-        known = compat.ms.runner.EvaluatorConfig._fields
-        unknown = sorted(set(config) - set(known))
-        if unknown:
-            raise TypeError(f"evaluator_config has no {', '.join(map(repr, unknown))}; its keys: "
-                            f"{', '.join(known)}")
-        config = dict(config)
-    return evaluator_config(config)
+def _evaluator(config: Any, runner_timeout: float) -> Any:
+    """MetaSchedule's ``EvaluatorConfig`` of None, a dict or itself, checked
+    (:func:`~msviz.engine.measure.runner.evaluator_config`), whose timing fits in one
+    ``runner_timeout``."""
+    config = evaluator_config(config)
+    timed = config.repeat * config.min_repeat_ms / 1000
+    if timed >= runner_timeout:
+        raise ValueError(
+            f"evaluator_config min_repeat_ms={config.min_repeat_ms} x repeat={config.repeat} "
+            f"times each candidate for at least {timed:g} s, not within runner_timeout="
+            f"{runner_timeout:g} s (every candidate would time out): lower min_repeat_ms or "
+            "repeat, or raise runner_timeout")
+    return config

@@ -26,6 +26,7 @@ __all__ = [
     "check_resume",
     "check_seconds",
     "check_seed",
+    "check_timeout",
     "check_work_dir",
     "check_writable",
     "duration_text",
@@ -61,6 +62,14 @@ def check_seconds(name: str, value: Any) -> float | None:
             not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a number of seconds > 0 (or None for no time "
                          f"limit), got {value!r}")
+    return float(value)
+
+
+def check_timeout(name: str, value: Any) -> float:
+    """A timeout in seconds: a finite number > 0 (not a bool); as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
     return float(value)
 
 
@@ -162,10 +171,14 @@ def check_work_dir(work_dir: Any, resume: Any) -> None:
     Raises
     ------
     WorkDirError
-        ``work_dir`` is an existing file; ``resume=True`` and ``work_dir`` is None or does not
-        exist (a mistyped path would silently start a new run); or ``resume=False`` and
-        ``work_dir`` holds tuning records.
+        ``work_dir`` is empty (``""``) or an existing file; ``resume=True`` and ``work_dir``
+        is None or does not exist (a mistyped path would silently start a new run); or
+        ``resume=False`` and ``work_dir`` holds tuning records.
     """
+    if isinstance(work_dir, str) and not work_dir.strip():
+        raise WorkDirError(
+            f"work_dir {work_dir!r} is empty, which would put the records in the current "
+            "directory: name a directory, or pass None for a new temp dir")
     if work_dir is not None and Path(work_dir).exists() and not Path(work_dir).is_dir():
         raise WorkDirError(
             f"work_dir {str(work_dir)!r} is a file, not a directory: pass a new directory or "

@@ -11,11 +11,29 @@ and
    (:func:`msviz.engine.environment.config_of`: same target, seed, preset and knobs, rules) on
    the same workload in a temporary work dir,
    and compares its candidates' traces with the bundle's first batch;
-3. lists the environment facts (versions, CPU, features) that differ from this machine's.
+3. lists the environment facts (versions, CPU, architecture, features) that differ from this
+   machine's.
+
+A bundle is untrusted input, and its stored settings may sit at the maxima a session accepts
+(a population of 65,536, a batch of 4,096: gigabytes and hours). A reproduce therefore uses them
+only within bounds that keep it to about a tuning batch of MetaSchedule's defaults: with every
+bound at its maximum, a re-draw of GMM-0 peaked under 1 GiB and took about 2 minutes on 2 busy
+cores (a larger workload takes more, in proportion to its schedules' size):
+
+* a re-draw is refused, saying which setting and bound, when the bundle's ``trials_per_batch``
+  or search knobs exceed :data:`REDRAW_LIMITS` (a smaller value would draw other candidates, so
+  they are not lowered); its batch is timed with :data:`REDRAW_EVALUATOR` (the candidates drawn
+  do not depend on it), and it waits at most ``timeout`` seconds;
+* the best kernels are re-timed with the bundle's evaluator config brought into
+  :data:`RETIME_LIMITS`, with a note (in :attr:`Reproduction.notes`) for each value changed.
+
+Temporary folders (the re-drawn session's work dir, build artifacts) are removed on every exit
+Python sees (a return, an error, Ctrl-C; not a kill, which ends the process at once).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
@@ -40,6 +58,16 @@ __all__ = ["KERNEL_COLUMNS", "FirstBatch", "Reproduction", "first_batch_traces",
 
 #: The columns of :attr:`Reproduction.kernels`.
 KERNEL_COLUMNS = ["task", "trial", "bundle_us", "here_us", "ratio", "error"]
+#: The largest stored settings a re-draw tunes with (MetaSchedule's defaults, population 2048
+#: and 4 genetic iterations, and twice its batch of 64); a bundle beyond them is not re-drawn.
+#: Memory grows with population x iterations: 4096 x 16 took over 3 GiB within 4 minutes.
+REDRAW_LIMITS = {"trials_per_batch": 128, "population_size": 2048, "init_min_unmeasured": 2048,
+                 "max_fail_count": 50, "genetic_num_iters": 4, "genetic_max_fail_count": 50}
+#: How a re-drawn batch is timed (once: only which candidates are drawn is compared).
+REDRAW_EVALUATOR = {"number": 1, "repeat": 1, "min_repeat_ms": 0, "enable_cpu_cache_flush": False}
+#: The range of each evaluator setting a best kernel is re-timed with (at most about 5 s a
+#: kernel); a bundle's value outside it is brought into it, with a note.
+RETIME_LIMITS = {"number": (1, 100), "repeat": (1, 10), "min_repeat_ms": (0, 500)}
 
 
 @dataclass
@@ -99,6 +127,8 @@ class Reproduction:
     differences : list of (fact, in bundle, here)
         Environment facts that differ (see
         :func:`msviz.records.environment.environment_differences`).
+    notes : list of str
+        The bundle's settings a reproduce did not use as stored (see :data:`RETIME_LIMITS`).
     """
 
     source: Path
@@ -106,10 +136,12 @@ class Reproduction:
     kernels: pd.DataFrame
     first_batch: FirstBatch | None
     differences: list[tuple[str, Any, Any]]
+    notes: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         env = self.environment or {}
         lines = [f"Bundle {self.source}: " + _where(env)]
+        lines += [f"Note: {note}" for note in self.notes]
         if len(self.kernels):
             shown = self.kernels.assign(error=self.kernels["error"].fillna(""))
             lines += ["", "Best kernels re-timed here (µs; ratio = here / bundle):",
@@ -183,11 +215,12 @@ def retime_best(run: Run, evaluator_config: dict | None = None) -> pd.DataFrame:
         by_target.setdefault(str(item[2]), []).append(item)
     for items in by_target.values():
         measurer = Measurer(items[0][2], evaluator_config=evaluator_config)
+        built: list = []
         try:
             built = measurer.build([mod for _, mod, _, _ in items])
             results = measurer.run(built, [list(args) for *_, args in items])
-            measurer.cleanup(built)
         finally:
+            measurer.cleanup(built)  # the artifacts' temporary folders, on every exit
             measurer.close()
         for (row, *_), res in zip(items, results, strict=True):
             if res.error or not res.run_secs:
@@ -214,17 +247,41 @@ def _workload_of(run: Run, env: dict) -> Any:
     return run.workload_mod(int(workloads[0]))
 
 
+def _beyond_redraw(env: dict) -> str | None:
+    """Why a bundle's stored settings are too large to re-draw (None: within
+    :data:`REDRAW_LIMITS`)."""
+    stored = {"trials_per_batch": env.get("trials_per_batch"), **(env.get("knobs") or {})}
+    over = [f"{name}={value:,} (at most {high:,})" for name, high in REDRAW_LIMITS.items()
+            if isinstance(value := stored.get(name), int) and not isinstance(value, bool)
+            and value > high]
+    if not over:
+        return None
+    return (f"the bundle's {', '.join(over)} beyond what a reproduce re-draws (its memory and "
+            "time grow with them, and a smaller value would draw other candidates); re-draw it "
+            "by hand with msviz.engine.environment.config_of if this machine can afford it")
+
+
 def redraw_first_batch(run: Run, env: dict, *, timeout: float = 600.0) -> FirstBatch:
     """Tune one batch in a temporary work dir with a session made from ``env`` and compare
-    its candidates with the run's first batch."""
+    its candidates with the run's first batch.
+
+    Settings beyond :data:`REDRAW_LIMITS` are refused (the error says which); the batch is
+    timed with :data:`REDRAW_EVALUATOR`; the session is given ``timeout`` seconds to draw and
+    measure it, then stopped. Its temporary work dir is removed on every exit, after the
+    session is stopped.
+    """
     out = FirstBatch(env.get("seed"), bundle=first_batch_traces(run))
     if not out.bundle:
         out.error = "its sidecar marks no trial as the first batch's (batch 0)"
         return out
     tmp = Path(tempfile.mkdtemp(prefix="msviz-reproduce-"))
+    session = None
     try:
         try:
-            config = config_of(env, end_to_end_check=False)
+            config = config_of(env, end_to_end_check=False, evaluator_config=REDRAW_EVALUATOR)
+            out.error = _beyond_redraw(env)
+            if out.error is not None:
+                return out
             session = Session.from_config(_workload_of(run, env), config,
                                           work_dir=tmp / "work_dir")
         except (MsvizError, TypeError, ValueError) as err:
@@ -232,19 +289,52 @@ def redraw_first_batch(run: Run, env: dict, *, timeout: float = 600.0) -> FirstB
             return out
         session.step("batch")
         state = session.wait(timeout)
-        session.stop()
-        session.wait(timeout)
         if state not in ("paused", "finished"):
             out.error = f"the re-drawn session {state}: {session.end_reason}"
             return out
         out.here = first_batch_traces(Run(session.work_dir))
         return out
     finally:
+        if session is not None:  # ended before its folder goes, whatever ended this
+            with contextlib.suppress(Exception):
+                session.stop()
+                session.wait(timeout)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bounded_evaluator(config: Any, notes: list[str]) -> dict | None:
+    """A bundle's evaluator config with each value brought into :data:`RETIME_LIMITS` (a note
+    for each changed; a value that is not a number is left to MetaSchedule's default)."""
+    if not isinstance(config, dict):
+        if config is not None:
+            notes.append(f"the bundle's evaluator_config {config!r} is not a mapping: re-timed "
+                         "with MetaSchedule's defaults")
+        return None
+    out = {k: v for k, v in config.items() if k in (*RETIME_LIMITS, "enable_cpu_cache_flush")}
+    for name in sorted(set(config) - set(out)):
+        notes.append(f"the bundle's evaluator_config has an unknown setting {name!r}: ignored")
+    for name, (low, high) in RETIME_LIMITS.items():
+        value = out.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value):
+            del out[name]
+            notes.append(f"the bundle's evaluator_config {name}={value!r} is not a number: "
+                         "re-timed with MetaSchedule's default")
+        elif not low <= value <= high:
+            out[name] = min(max(int(value), low), high)
+            notes.append(f"the bundle's evaluator_config {name}={value:,} is outside what a "
+                         f"reproduce times with ({low} to {high:,}): re-timed with {out[name]:,}")
+    return out
 
 
 def reproduce(bundle: str | Path, *, retime: bool = True, redraw: bool = True) -> Reproduction:
     """Re-time a bundled run's best kernels here, re-draw its first batch, compare environments.
+
+    The bundle's stored settings are used within bounds (see the module's doc:
+    :data:`REDRAW_LIMITS`, :data:`RETIME_LIMITS`), so that a reproduce stays within about a
+    tuning batch's memory and time whatever the bundle holds.
 
     Parameters
     ----------
@@ -265,7 +355,8 @@ def reproduce(bundle: str | Path, *, retime: bool = True, redraw: bool = True) -
     run = open_work_dir(bundle)
     envs = _environments(run)
     first = envs[0] if envs else None
-    config = (first or {}).get("evaluator_config")
+    notes: list[str] = []
+    config = _bounded_evaluator((first or {}).get("evaluator_config"), notes)
     kernels = retime_best(run, config) if retime else pd.DataFrame(columns=KERNEL_COLUMNS)
     batch = None
     if redraw:
@@ -274,7 +365,8 @@ def reproduce(bundle: str | Path, *, retime: bool = True, redraw: bool = True) -
                                         "session): its seed and settings are unknown"))
     here = host_facts()
     return Reproduction(Path(bundle), first, kernels, batch,
-                        environment_differences(first, here) if first else [])
+                        environment_differences(first, here) if first else [],
+                        notes if retime else [])
 
 
 def _environments(run: Run) -> list[dict]:

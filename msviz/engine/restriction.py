@@ -22,6 +22,7 @@ from msviz.analysis.restriction import READ_AT_MOST, RuleChange, propose_changes
 from msviz.engine.config import SessionConfig
 from msviz.engine.session import Session
 from msviz.records import Run, open_work_dir
+from msviz.records import database as db_files
 from msviz.space_generator import RuleSet
 
 __all__ = ["Restriction", "RuleChange", "propose_restriction", "rerun"]
@@ -111,6 +112,13 @@ def _source(source: Any) -> tuple[Run, RuleSet | None, SessionConfig | None]:
     if isinstance(source, Run):
         return source, None, None
     if isinstance(source, Session):
+        records = source.work_dir / db_files.RECORD_FILE
+        if not records.is_file() or records.stat().st_size == 0:
+            how = ("start it (session.start()) and" if source.state == "idle" else
+                   "let it run")
+            raise ValueError(f"the session has no trials yet (state {source.state}): {how} "
+                             "wait for a batch or more (session.wait()) before proposing a "
+                             "restriction")
         return source.open(), source.rules, source.config
     raise TypeError(f"a {type(source).__name__} has no trials to restrict: pass a work dir, a "
                     "Run or a Session")
@@ -144,7 +152,8 @@ def propose_restriction(source: Any, task: str | None = None, *, rules: RuleSet 
     Raises
     ------
     ValueError
-        When the task has no successful trial (or the run has several tasks and none is named).
+        When the task has no successful trial (or the run has several tasks and none is named),
+        or a session has no trials yet (before :meth:`Session.start`).
     """
     run, session_rules, config = _source(source)
     target = config.target if config is not None else None

@@ -185,18 +185,32 @@ class Worker:
 
         return self.aside(remeasure, future)
 
+    def measure_aside(self, carried: dict[int, list], measurer: Any = None) -> Future:
+        """Measure given schedules of some tasks (a batch per task) outside a running session,
+        on tuners of their own (closed afterwards; the cost model learns nothing), with
+        ``measurer`` if given; resolves to ``{task index: rows}``."""
+        def measure() -> dict[int, list[dict]]:
+            shared, tuners = self.make_tuners(measurer)
+            try:
+                return {i: tuners[i].measure_carried(items, learn=False)
+                        for i, items in sorted(carried.items()) if items}
+            finally:
+                close_tuners(tuners, shared)
+
+        return self.aside(measure)
+
     def design_spaces(self, rules: RuleSet | None, index: int) -> tuple[list, list[str]]:
         """The design spaces (and why an intrinsic was not used) of task ``index`` under
         ``rules`` (default: the task's rules now)."""
         rules = rules or self.rules_of(index)
         return design_spaces_and_warnings(self.tasks[index].workload, self.config.target, rules)
 
-    def make_tuners(self) -> tuple[SharedParts, list[Tuner]]:
+    def make_tuners(self, measurer: Any = None) -> tuple[SharedParts, list[Tuner]]:
         """The shared parts and one tuner per task, set up (on the calling thread)."""
         return make_tuners(
             self.config, self.tasks, work_dir=self.work_dir,
             rules={t.index: self.rules_of(t.index) for t in self.tasks},
-            emit=self.events.emit, warn=self.warn, profile=self.profile)
+            emit=self.events.emit, warn=self.warn, profile=self.profile, measurer=measurer)
 
     def apply(self, name: str, arg: Any) -> Any:
         """Apply one queued command on the worker thread (never during a measurement)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -29,7 +28,7 @@ from typing import Any
 from msviz.errors import BundleError, WorkDirError
 from msviz.records import database as db_files
 from msviz.records.environment import environments
-from msviz.records.output import check_output
+from msviz.records.output import check_output, output_file
 from msviz.records.sidecar import SIDECAR_FILE, read_sidecar
 from msviz.version import __version__
 
@@ -41,11 +40,15 @@ BUNDLE_FORMAT = 1
 MANIFEST_FILE = "manifest.json"
 #: The folder of the zip that holds the work dir's files.
 WORK_DIR_PREFIX = "work_dir"
-#: At most this many bytes are extracted from one bundle (its declared sizes and what is
-#: actually read both count): a bundle is untrusted input.
-MAX_EXTRACTED_BYTES = 4 * 2**30
-#: A member larger than :data:`RATIO_CHECKED_FROM` bytes may expand at most this many times
-#: its compressed size (tuning records compress about 10-30x; a zip bomb about 1000x).
+#: At most this many bytes are extracted from one bundle (its declared sizes summed, and what
+#: is actually read, in case the sizes lie): a bundle is untrusted input.
+MAX_EXTRACTED_BYTES = 2 * 2**30
+#: At most this many files are extracted from one bundle (a work dir has its two database
+#: files, the sidecar and one log per task).
+MAX_MEMBERS = 10_000
+#: A member, or the whole bundle, larger than :data:`RATIO_CHECKED_FROM` bytes may expand at
+#: most this many times its compressed size (tuning records compress about 10-30x; a zip bomb
+#: about 1000x).
 MAX_RATIO = 200
 RATIO_CHECKED_FROM = 16 * 2**20
 
@@ -87,7 +90,7 @@ def write_bundle(work_dir: str | Path, output: str | Path, *, overwrite: bool = 
                            f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE}")
     if output.is_dir():
         raise BundleError(f"cannot write the bundle to {output}: it is a directory")
-    check_output(output, overwrite=overwrite, what="bundle")
+    check_output(output, overwrite=overwrite, what="bundle")  # before anything is read
     envs = environments(read_sidecar(work_dir))
     files = _work_dir_files(work_dir)
     names = [f"{WORK_DIR_PREFIX}/{f.relative_to(work_dir).as_posix()}" for f in files]
@@ -95,32 +98,13 @@ def write_bundle(work_dir: str | Path, output: str | Path, *, overwrite: bool = 
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "name": work_dir.resolve().name, "environment": envs[-1] if envs else None,
                 "files": names}
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp",
-                                   dir=output.parent if str(output.parent) else ".")
-    except OSError as err:
-        raise BundleError(f"cannot write the bundle to {output}: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr(MANIFEST_FILE, json.dumps(manifest, indent=1))
-            for path, name in zip(files, names, strict=True):
-                zf.write(path, name)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's file is private (0600)
-        os.replace(tmp, output)
-    except BaseException as err:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(err, OSError):
-            raise BundleError(f"cannot write the bundle to {output}: "
-                              f"{err.strerror or err}") from None
-        raise
+    with output_file(output, overwrite=overwrite, what="bundle", error=BundleError,
+                     fail=f"cannot write the bundle to {output}") as tmp, \
+            zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(MANIFEST_FILE, json.dumps(manifest, indent=1))
+        for path, name in zip(files, names, strict=True):
+            zf.write(path, name)
     return output
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -203,15 +187,18 @@ def extract_bundle(path: str | Path, into: str | Path) -> tuple[Path, dict[str, 
         work_dir = Path(into) / name
         members = [(info, target) for info in zf.infolist()
                    if (target := _member_target(work_dir, info.filename)) is not None]
-        _check_sizes(path, [info for info, _ in members])
+        _check_members(path, zf.infolist(), [target for _, target in members], work_dir)
+        left = _check_sizes(path, [info for info, _ in members])
         work_dir.mkdir(parents=True)
-        member, left = "", MAX_EXTRACTED_BYTES
+        member = ""
         try:
             for info, target in members:
                 member = info.filename
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, open(target, "wb") as dst:
                     left = _copy_at_most(path, member, src, dst, left)
+        except BundleError:  # an OSError too: not "corrupt", the limit it names
+            raise
         except (zipfile.BadZipFile, OSError, EOFError) as err:
             raise BundleError(f"{path} is corrupt: {member} cannot be extracted ({err})") from None
     missing = [n for n in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)
@@ -223,21 +210,47 @@ def extract_bundle(path: str | Path, into: str | Path) -> tuple[Path, dict[str, 
 
 def _too_large(path: Path, why: str) -> BundleError:
     return BundleError(f"{path} is not extracted: {why} (a bundle of a real run is far "
-                       f"smaller: at most {MAX_EXTRACTED_BYTES / 2**30:.0f} GiB, members "
-                       f"over {RATIO_CHECKED_FROM // 2**20} MiB at most {MAX_RATIO}x their "
-                       "compressed size)")
+                       f"smaller: at most {MAX_EXTRACTED_BYTES / 2**30:.0f} GiB in "
+                       f"{MAX_MEMBERS:,} files, and over {RATIO_CHECKED_FROM // 2**20} MiB at "
+                       f"most {MAX_RATIO}x its compressed size)")
 
 
-def _check_sizes(path: Path, infos: list[zipfile.ZipInfo]) -> None:
-    """Refuse a bundle whose declared sizes are too large, before writing anything."""
+def _check_members(path: Path, infos: list[zipfile.ZipInfo], targets: list[Path],
+                   work_dir: Path) -> None:
+    """Refuse a bundle with too many members, or with two members of one name (which of the
+    two is the run's file is not known: a zip holds both, readers differ on which they use)."""
+    if len(infos) > MAX_MEMBERS:
+        raise _too_large(path, f"it holds {len(infos):,} files, more than the limit of "
+                               f"{MAX_MEMBERS:,}")
+    for names in ([i.filename for i in infos],  # and one file under two spellings (a//b)
+                  [f"{WORK_DIR_PREFIX}/{t.relative_to(work_dir).as_posix()}" for t in targets]):
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                raise BundleError(
+                    f"{path} is not extracted: it holds two copies of {name} (a bundle written "
+                    "by msviz holds each file once; which copy is the run's is not known): "
+                    "bundle the work dir again")
+            seen.add(name)
+
+
+def _check_sizes(path: Path, infos: list[zipfile.ZipInfo]) -> int:
+    """Refuse a bundle whose declared sizes are too large, before writing anything; returns the
+    bytes extracting it may write (its declared total)."""
     total = sum(i.file_size for i in infos)
+    packed = sum(i.compress_size for i in infos)
     if total > MAX_EXTRACTED_BYTES:
-        raise _too_large(path, f"its files would take {total / 2**30:.1f} GiB")
+        raise _too_large(path, f"its files would take {total / 2**30:.1f} GiB, more than the "
+                               f"limit of {MAX_EXTRACTED_BYTES / 2**30:.0f} GiB in all")
     for info in infos:
         if info.file_size > RATIO_CHECKED_FROM and \
                 info.file_size > MAX_RATIO * max(info.compress_size, 1):
             raise _too_large(path, f"{info.filename} would expand {info.compress_size:,} "
                                    f"bytes to {info.file_size:,}")
+    if total > RATIO_CHECKED_FROM and total > MAX_RATIO * max(packed, 1):
+        raise _too_large(path, f"its {len(infos):,} files would expand {packed:,} bytes to "
+                               f"{total:,} in all")
+    return total
 
 
 def _copy_at_most(path: Path, member: str, src: Any, dst: Any, left: int) -> int:
@@ -246,7 +259,7 @@ def _copy_at_most(path: Path, member: str, src: Any, dst: Any, left: int) -> int
     while chunk := src.read(2**20):
         left -= len(chunk)
         if left < 0:
-            raise _too_large(path, f"{member} holds more than its declared size allows")
+            raise _too_large(path, f"{member} holds more than the declared sizes allow")
         dst.write(chunk)
     return left
 

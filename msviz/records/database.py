@@ -303,7 +303,8 @@ def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
         warnings.warn(
             f"{path}: {len(implausible)} record line(s) hold run_secs below 1 ns, zero or "
             f"negative (line {shown}): no kernel runs that fast, but MetaSchedule ranks them "
-            "as they are (the least mean is what compile_tir picks), and so does msviz",
+            "as they are (the least mean is what compile_tir picks); msviz never picks one "
+            "faster than the machine can be (status 'impossible')",
             MsvizWarning,
             stacklevel=2,
         )

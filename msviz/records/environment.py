@@ -172,15 +172,34 @@ def _at(env: dict[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
+#: Other names of one architecture (``platform.machine()`` and LLVM triples differ).
+_ARCH_NAMES = {"amd64": "x86_64", "x86-64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+
+
+def _arch(name: Any) -> str | None:
+    """The architecture a ``machine`` or the first part of a target triple names."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    name = name.strip().lower()
+    arch = name if name in _ARCH_NAMES else name.split("-")[0]  # a triple: arch-vendor-os
+    return _ARCH_NAMES.get(arch, arch)
+
+
 def environment_differences(bundle: dict[str, Any], here: dict[str, Any]
                             ) -> list[tuple[str, Any, Any]]:
     """Which facts of two environments differ: ``(fact, in bundle, here)`` for each.
 
     CPU features are compared as sets: the values are the features only the bundle's CPU has
-    and those only this one has (each a sorted list).
+    and those only this one has (each a sorted list). The architecture of the bundle's target
+    (its ``mtriple``) is compared with the other side's machine as well: a run tuned for
+    another architecture is not "the same CPU" whatever its host line says.
     """
     out = [(label, _at(bundle, path), _at(here, path)) for label, path in COMPARED_FACTS
            if _at(bundle, path) != _at(here, path)]
+    tuned_for = _arch(_at(bundle, ("target", "mtriple")))
+    machine = _arch(_at(here, ("target", "mtriple"))) or _arch(_at(here, ("host", "machine")))
+    if tuned_for is not None and machine is not None and tuned_for != machine:
+        out.append(("target architecture", _at(bundle, ("target", "mtriple")), machine))
     theirs = set(_at(bundle, ("host", "features")) or [])
     mine = set(_at(here, ("host", "features")) or [])
     if theirs != mine:

@@ -12,20 +12,19 @@ float, sidecar integers nullable ``Int64``, both timestamps ``datetime64[ns, UTC
 ``run_secs`` (one run's repeats) and ``remeasured_secs`` (one list per re-measurement) are list
 columns in Parquet and JSON text in CSV.
 
-Writes are atomic: the file is written next to its final path under a temporary name and renamed
-over it, so a reader never sees half a file and a failed write leaves nothing behind.
+Writes go through :func:`msviz.records.output.output_file`: atomic (written next to the final
+path under a temporary name and renamed over it, so a reader never sees half a file and a failed
+write leaves nothing behind), an existing file replaced only with ``overwrite=True``, never a
+link, FIFO, device or folder, and the format the suffix names (Parquet is not written to a
+``.csv`` file, nor CSV to a ``.parquet`` one).
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import json
-import os
-import tempfile
 import warnings
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from msviz.errors import MissingExtraError, MsvizWarning, WriteError
-from msviz.records.output import check_output, default_output
+from msviz.records.output import check_output, default_output, output_file
 from msviz.records.row import STATUSES
 from msviz.records.targets import target_text
 
@@ -41,7 +40,6 @@ __all__ = [
     "EXPORT_FORMATS",
     "PARQUET_MODULE",
     "TASK_COLUMNS_JOINED",
-    "atomic_path",
     "export",
     "export_frame",
     "task_categorical",
@@ -59,8 +57,10 @@ TASK_COLUMNS_JOINED = {
 }
 #: The module Parquet is written with (the optional extra ``parquet``).
 PARQUET_MODULE = "pyarrow"
+#: The suffix of each format's file.
+EXPORT_SUFFIX = {"Parquet": ".parquet", "CSV": ".csv"}
 #: File suffixes :func:`export` writes.
-EXPORT_FORMATS = (".parquet", ".csv")
+EXPORT_FORMATS = tuple(EXPORT_SUFFIX.values())
 
 _TEXT_COLUMNS = ("error", "origin", "pick", "mutator", "check", "check_detail", "device",
                  "carried_from", "carry", "adjusted", "target", "workload_key")
@@ -132,41 +132,22 @@ def _target_or_raw(raw: str) -> str:
         return raw
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | Path, *, what: str = "file") -> Iterator[Path]:
-    """A temporary path next to ``path``, renamed to ``path`` when the block ends without error.
-
-    On any error the temporary file is removed and ``path`` is left as it was.
-
-    Raises
-    ------
-    msviz.errors.WriteError
-        Naming ``path``, when it cannot be written (no such folder, a folder in its place,
-        no permission, a full disk).
-    """
-    path = Path(path)
-    try:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise WriteError(f"cannot write the {what} {path}: {err.strerror or err}") from None
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise WriteError(f"cannot write the {what} {path}: {err.strerror or err}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _frame_of(source: Any) -> pd.DataFrame:
     return source if isinstance(source, pd.DataFrame) else export_frame(source)
 
 
-def to_parquet(source: Any, path: str | Path) -> Path:
+def _check_output(path: Path, written: str, overwrite: bool) -> None:
+    """Refuse, before the frame is made, a file that exists (unless ``overwrite``), that is not
+    a regular file, or whose suffix names the other export format than the one written."""
+    named = {s: f for f, s in EXPORT_SUFFIX.items()}.get(path.suffix.lower())
+    if named is not None and named != written:
+        raise WriteError(f"cannot write {written} to {path}: its suffix {path.suffix} names "
+                         f"{named}; name the file {path.with_suffix(EXPORT_SUFFIX[written]).name}"
+                         f" (or write {named}: run.export(path) picks the format by suffix)")
+    check_output(path, overwrite=overwrite)
+
+
+def to_parquet(source: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write the trials as one Parquet file (needs pyarrow: ``pip install msviz[parquet]``).
 
     Parameters
@@ -174,7 +155,10 @@ def to_parquet(source: Any, path: str | Path) -> Path:
     source : Run or pandas.DataFrame
         A run (its :func:`export_frame` is written) or a frame from :func:`open_many`.
     path : str | Path
-        The file to write (replaced atomically if it exists).
+        The file to write; not one named ``.csv``.
+    overwrite : bool
+        Replace an existing regular file (else that is refused, naming it); a link, FIFO,
+        device or folder is never replaced.
 
     Returns
     -------
@@ -185,8 +169,10 @@ def to_parquet(source: Any, path: str | Path) -> Path:
     msviz.errors.MissingExtraError
         When pyarrow is not installed (write CSV instead: :func:`to_csv`).
     msviz.errors.WriteError
-        When ``path`` cannot be written.
+        When ``path`` exists (see ``overwrite``), names the other format, or cannot be written.
     """
+    path = Path(path)
+    _check_output(path, "Parquet", overwrite)
     try:
         importlib.import_module(PARQUET_MODULE)  # optional: the msviz[parquet] extra
     except ImportError as err:
@@ -195,22 +181,24 @@ def to_parquet(source: Any, path: str | Path) -> Path:
             f"with `pip install msviz[parquet]`, or write CSV (run.to_csv, or msviz export -o "
             f"FILE.csv) ({err})") from None
     frame = _frame_of(source)
-    with atomic_path(path) as tmp:
+    with output_file(path, overwrite=overwrite) as tmp:
         frame.to_parquet(tmp, engine="pyarrow", index=False)
-    return Path(path)
+    return path
 
 
-def to_csv(source: Any, path: str | Path) -> Path:
+def to_csv(source: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write the trials as one CSV file: list columns as JSON text, timestamps ISO 8601 UTC.
 
-    Parameters and errors as :func:`to_parquet` (no extra needed).
+    Parameters and errors as :func:`to_parquet` (no extra needed; not to a ``.parquet`` file).
     """
+    path = Path(path)
+    _check_output(path, "CSV", overwrite)
     frame = _frame_of(source).copy()
     for column in _LIST_COLUMNS:
         frame[column] = [None if v is None else json.dumps(v) for v in frame[column]]
-    with atomic_path(path) as tmp:
+    with output_file(path, overwrite=overwrite) as tmp:
         frame.to_csv(tmp, index=False)
-    return Path(path)
+    return path
 
 
 def _has_pyarrow() -> bool:
@@ -247,5 +235,5 @@ def export(run: Any, path: str | Path | None = None, *, overwrite: bool = False)
     if suffix not in EXPORT_FORMATS:
         raise WriteError(f"cannot write {path}: the export format is chosen by the suffix, "
                          f"one of {', '.join(EXPORT_FORMATS)}")
-    check_output(path, overwrite=overwrite, what="export")
-    return (to_parquet if suffix == ".parquet" else to_csv)(run, path)
+    write = to_parquet if suffix == ".parquet" else to_csv
+    return write(run, path, overwrite=overwrite)

@@ -40,7 +40,8 @@ def open_many(sources: Iterable[str | Path | Run], names: Iterable[str] | None =
     Parameters
     ----------
     sources : iterable of str, Path or Run
-        Work dirs, or runs (anything with a ``work_dir``, a Session too, is opened from it).
+        Work dirs, or runs (anything with a ``work_dir``, a Session too, is opened from it);
+        one path or run alone is one run.
     names : iterable of str, optional
         One name per source; by default the work dirs' names (with parent folders where two
         are alike, see :func:`run_names`).
@@ -51,8 +52,12 @@ def open_many(sources: Iterable[str | Path | Run], names: Iterable[str] | None =
         ``run`` (categorical, in the order given), then :func:`export_frame`'s columns;
         ``target`` is each record's own target. The index runs 0..n-1 over all runs.
     """
+    if isinstance(sources, (str, Path, Run)) or hasattr(sources, "work_dir"):
+        sources = [sources]  # one run, not the characters of its path
     runs = [s if isinstance(s, Run) else
             open_work_dir(getattr(s, "work_dir", s)) for s in sources]
+    if isinstance(names, str):
+        names = [names]
     labels = list(names) if names is not None else run_names([r.work_dir for r in runs])
     if len(labels) != len(runs):
         raise ValueError(f"open_many: {len(labels)} names for {len(runs)} runs")

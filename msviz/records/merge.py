@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import warnings
 from collections.abc import Iterable
@@ -31,8 +30,10 @@ from typing import Any, NamedTuple
 
 from msviz import compat
 from msviz.errors import MsvizWarning, TargetError, WriteError
+from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
+from msviz.records.output import output_dir
 from msviz.records.run import Run, check_work_dir
 from msviz.records.targets import record_target, same_target
 
@@ -192,12 +193,18 @@ def _last_line(err: BaseException) -> str:
     return lines[-1] if lines else type(err).__name__
 
 
-def _report(skipped: dict[tuple[Path, str], list[int]]) -> tuple[str, ...]:
+def _report(skipped: dict[tuple[Path, str], list[int]], names: dict[Path, Path] | None = None,
+            stacklevel: int = 3) -> tuple[str, ...]:
+    """Warn of the skipped records (a bundle's files named by the bundle, through ``names``)."""
+    names = names or {}
     out = []
     for (path, why), lines in skipped.items():
         shown = ", ".join(map(str, lines[:20])) + (" ..." if len(lines) > 20 else "")
-        text = f"{path} line {shown}: {why}"
-        warnings.warn(f"skipped {len(lines)} record(s): {text}", MsvizWarning, stacklevel=3)
+        where = path if names.get(path.parent, path.parent) == path.parent else \
+            f"{names[path.parent]} ({path.name})"
+        text = f"{where} line {shown}: {why}"
+        warnings.warn(f"skipped {len(lines)} record(s): {text}", MsvizWarning,
+                      stacklevel=stacklevel)
         out.append(text)
     return tuple(out)
 
@@ -216,7 +223,7 @@ def _task_names(work_dir: Path, source: _Source) -> dict[str, int]:
 
 
 def _check_output(out: Path) -> None:
-    if out.exists() and not (out.is_dir() and not any(out.iterdir())):
+    if out.is_symlink() or (out.exists() and not (out.is_dir() and not any(out.iterdir()))):
         raise WriteError(f"cannot merge into {out}: it exists and is not an empty directory "
                          "(name a new directory)")
 
@@ -237,7 +244,9 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
     Parameters
     ----------
     work_dirs : iterable of str or Path
-        The work dirs, in order (records keep their order within and across them).
+        The work dirs, in order (records keep their order within and across them); a bundle
+        (``msviz bundle``'s zip) is read as its work dir (extracted to a temporary folder,
+        removed when the merge ends).
     out : str | Path
         A new directory (or an empty one); written under a temporary name, then renamed.
     target : str | dict | tvm.target.Target, optional
@@ -251,18 +260,31 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
     Raises
     ------
     msviz.errors.WorkDirError
-        When a source is not a work dir.
+        When a source is neither a work dir nor a bundle (:class:`BundleError` for a bundle
+        that cannot be read).
     msviz.errors.WriteError
         When ``out`` exists (not empty) or cannot be written; nothing is left behind.
     """
+    if isinstance(work_dirs, (str, os.PathLike)):
+        work_dirs = [work_dirs]  # one work dir, not the characters of its name
     sources = [Path(d) for d in work_dirs]
     if not sources:
         raise ValueError("merge needs at least one work dir")
     for work_dir in sources:
-        check_work_dir(work_dir)
+        if not bundle_files.is_bundle(work_dir):
+            check_work_dir(work_dir)
     out = Path(out)
     _check_output(out)
     keep = _target_filter(target)
+    with tempfile.TemporaryDirectory(prefix="msviz-merge-") as unpacked:
+        dirs = [bundle_files.extract_bundle(d, Path(unpacked) / str(i))[0]
+                if bundle_files.is_bundle(d) else d for i, d in enumerate(sources)]
+        return _merge(dirs, out, keep, dict(zip(dirs, sources, strict=True)))
+
+
+def _merge(sources: list[Path], out: Path, keep: Any, names: dict[Path, Path]) -> MergeResult:
+    """:func:`merge` of work dirs (a bundle's extracted; ``names``: each dir as the user named
+    it, for the messages)."""
     skipped: dict[tuple[Path, str], list[int]] = {}
     workload_index: dict[int, int] = {}
     workload_lines: list[str] = []
@@ -277,9 +299,10 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
             first = named.setdefault(name, (shash, work_dir))
             if first[0] != shash:
                 warnings.warn(
-                    f"task {name!r} is a different workload in {first[1]} and {work_dir} "
+                    f"task {name!r} is a different workload in {names[first[1]]} and "
+                    f"{names[work_dir]} "
                     f"(structural hash {first[0]} and {shash}): kept apart by structural hash",
-                    MsvizWarning, stacklevel=2)
+                    MsvizWarning, stacklevel=3)
         for rec in source.records:
             if not keep(rec.target_text, rec.target):
                 other += 1
@@ -301,7 +324,7 @@ def merge(work_dirs: Iterable[str | Path], out: str | Path, *, target: Any = Non
             targets[text] = targets.get(text, 0) + 1
     _write_work_dir(out, workload_lines, record_lines)
     return MergeResult(out, len(workload_lines), len(record_lines), duplicates, other,
-                       _report(skipped), targets)
+                       _report(skipped, names, stacklevel=4), targets)
 
 
 def _target_filter(target: Any) -> Any:
@@ -332,22 +355,11 @@ def merge_text(result: MergeResult) -> str:
 
 def _write_work_dir(out: Path, workload_lines: list[str], record_lines: list[str]) -> None:
     """Both database files into a temporary directory next to ``out``, then renamed to it."""
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    except OSError as err:
-        raise WriteError(f"cannot write the work dir {out}: {err.strerror or err}") from None
-    try:
+    with output_dir(out, empty_ok=True) as tmp:
         for name, lines in ((db_files.WORKLOAD_FILE, workload_lines),
                             (db_files.RECORD_FILE, record_lines)):
             with open(tmp / name, "w", encoding="utf-8") as f:
                 f.write("".join(line + "\n" for line in lines))
-        os.replace(tmp, out)
-    except OSError as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise WriteError(f"cannot write the work dir {out}: {err.strerror or err}") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def database(work_dir: str | Path, *, target: Any = None, top_k: int | None = 1) -> Any:

@@ -7,9 +7,7 @@ MetaSchedule's own ``JSONDatabase``, so the copy is a stock work dir of the pinn
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from typing import Any
 from msviz import compat
 from msviz.compat import migrate as rules
 from msviz.errors import MsvizWarning, WorkDirError
+from msviz.records.output import output_dir
 from msviz.records.run import Run
 
 __all__ = ["MigrationReport", "migrate_work_dir", "parse_workload_flags"]
@@ -65,7 +64,7 @@ def migrate_work_dir(work_dir: str | Path, out_dir: str | Path, *,
     report : MigrationReport
     """
     src, dst = Path(work_dir), Path(out_dir)
-    if dst.exists():
+    if dst.exists() or dst.is_symlink():
         raise WorkDirError(f"{dst} exists: msviz migrate writes a new work dir, pick another path")
     if not dst.parent.is_dir():
         raise WorkDirError(f"cannot write {dst}: {dst.parent} is not a directory")
@@ -74,8 +73,7 @@ def migrate_work_dir(work_dir: str | Path, out_dir: str | Path, *,
         run = Run(src, migrate_workloads=workloads)
     migration = run.migration
     skipped = dict(migration.skipped) if migration else {}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
-    try:
+    with output_dir(dst, what="migrated work dir") as tmp:
         database = compat.JSONDatabase(work_dir=str(tmp))
         committed: dict[int, Any] = {}
         written = 0
@@ -98,10 +96,6 @@ def migrate_work_dir(work_dir: str | Path, out_dir: str | Path, *,
             shutil.copytree(src / "logs", tmp / "logs")
             for log in (tmp / "logs").glob("*.log"):
                 log.write_text(rules.migrate_script(log.read_text(errors="replace"))[0])
-        os.replace(tmp, dst)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return MigrationReport(dst, written, migration.migrated if migration else 0,
                            migration.how if migration else "", skipped)
 

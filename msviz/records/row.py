@@ -89,7 +89,9 @@ ALL_COLUMNS = TRIAL_COLUMNS + SIDECAR_COLUMNS
 #: died or left the fleet; ``failed``: a record stock's database never picks (no run time but
 #: ``1e10``, or none; or a trace without a schedule instruction) and no error text says why;
 #: ``wrong_result``: it ran, but its output differs from the untuned workload's (result check;
-#: the database holds ``1e10``, the sidecar the measured times).
+#: the database holds ``1e10``, the sidecar the measured times); ``impossible``: a record that
+#: cannot be true (faster than the machine's peak, or a decision its trace cannot hold:
+#: :mod:`msviz.records.impossible`), never the best.
 STATUSES = (
     "ok",
     "build_error",
@@ -100,6 +102,7 @@ STATUSES = (
     "device_lost",
     "failed",
     "wrong_result",
+    "impossible",
 )
 
 _INT_COLUMNS = ("batch", "generation", "iteration", "design_space", "parent", "ancestor_line")

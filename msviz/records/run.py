@@ -20,7 +20,7 @@ from msviz.errors import MsvizWarning, WorkDirError
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import export as trial_export
-from msviz.records import log_ties, open_cache
+from msviz.records import impossible, log_ties, open_cache
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.coverage_types import Coverage, last_coverage
@@ -140,13 +140,10 @@ class Trial:
 
 @contextlib.contextmanager
 def _no_cycle_collection() -> Iterator[None]:
-    """Pause Python's cycle collector while a work dir is read.
-
-    Reading 100,000 records makes millions of small lists, dicts and tuples (none of them in
-    a cycle); each few hundred allocations start a collection that walks the ever larger young
-    heap again: about a third of the read time at 100,000 records. Left as it was on exit
-    (another thread may have paused it too).
-    """
+    """Pause Python's cycle collector while a work dir is read: reading 100,000 records makes
+    millions of small objects (none in a cycle), and each few hundred allocations start a
+    collection of the ever larger young heap (a third of the read time). Left as it was on
+    exit (another thread may have paused it too)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -225,17 +222,20 @@ class Run:
             self._workloads, self._records = self.migration.workloads, self.migration.records
         self._task_names, self._flops, self._weights, log_trials = self._read_logs()
         self._logged = log_ties.logged_per_record(self._records.workload, log_trials)
+        self._impossible = impossible.find_impossible(  # warned: kept in the cache
+            self.work_dir / db_files.RECORD_FILE, self._records, self._flops, self._tuning_record)
 
     def _state(self, said: list[str]) -> open_cache.OpenState:
         return open_cache.OpenState(
             self._records, self._logged, self._task_names, self._flops, self._weights,
-            self._task_ids, self._done, self._task_rows, self.total_latency_us, said)
+            self._task_ids, self._done, self._task_rows, self.total_latency_us, said,
+            self._impossible)
 
     def _restore(self, state: open_cache.OpenState) -> None:
         """What :meth:`_read` computed, from the cache (its warnings given again)."""
         self._records, self._logged = state.records, state.logged
         self._task_names, self._flops, self._weights = state.names, state.flops, state.weights
-        self._task_ids, self._done = state.task_ids, state.done
+        self._task_ids, self._done, self._impossible = state.task_ids, state.done, state.impossible
         self._task_rows, self.total_latency_us = state.task_table, state.total_latency_us
         self.task_table = pd.DataFrame([t._asdict() for t in self._task_rows],
                                        columns=LOG_TASK_COLUMNS)
@@ -383,6 +383,7 @@ class Run:
         latency = [trial_row.mean_latency_us(secs) for secs in run_secs]
         status = [trial_row.status(*args) for args in zip(run_secs, kinds, errors)]
         trial_row.fail_unscheduled(records.unscheduled, lines, status, latency, errors)
+        impossible.fail_impossible(self._impossible, lines, status, latency, errors)
         data: dict[str, list] = {
             "task": [self._task_names[w] for w in workloads],
             "trial": list(range(len(lines))),
@@ -474,20 +475,20 @@ class Run:
                 f"{str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__}"
             ) from None
 
-    def to_parquet(self, path: str | Path) -> Path:
+    def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the trials (typed, task columns joined) as Parquet; needs ``msviz[parquet]``.
-        See :mod:`msviz.records.export`."""
-        return trial_export.to_parquet(self, path)
+        An existing file is replaced only with ``overwrite=True``, a link, FIFO, device or
+        folder never. See :mod:`msviz.records.export`."""
+        return trial_export.to_parquet(self, path, overwrite=overwrite)
 
-    def to_csv(self, path: str | Path) -> Path:
-        """Write the trials as CSV (list columns as JSON text). See :mod:`msviz.records.export`."""
-        return trial_export.to_csv(self, path)
+    def to_csv(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the trials as CSV (lists as JSON text); ``overwrite`` as :meth:`to_parquet`."""
+        return trial_export.to_csv(self, path, overwrite=overwrite)
 
-    def export(self, path: str | Path | None = None) -> Path:
+    def export(self, path: str | Path | None = None, *, overwrite: bool = False) -> Path:
         """Write the trials as Parquet or CSV by ``path``'s suffix (default
-        ``WORK_DIR/trials.parquet``; CSV when pyarrow is missing). See
-        :func:`msviz.records.export.export`."""
-        return trial_export.export(self, path)
+        ``WORK_DIR/trials.parquet``; CSV without pyarrow); ``overwrite`` as :meth:`to_parquet`."""
+        return trial_export.export(self, path, overwrite=overwrite)
 
     def dashboard(self) -> Any:
         """A notebook dashboard of this run (trials table, plots, trace and code views); the same

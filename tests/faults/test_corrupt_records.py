@@ -40,13 +40,22 @@ def gmm(stock_work_dirs: dict[str, Path], tmp_path: Path) -> Path:
 def _odd_times_said(path: Path, lines: list[int]) -> str:
     return (f"{path}: {len(lines)} record line(s) hold run_secs below 1 ns, zero or negative "
             f"(line {', '.join(map(str, lines))}): no kernel runs that fast, but MetaSchedule "
-            "ranks them as they are (the least mean is what compile_tir picks), and so does msviz")
+            "ranks them as they are (the least mean is what compile_tir picks); msviz never picks "
+            "one faster than the machine can be (status 'impossible')")
+
+
+def _impossible_said(path: Path, lines: list[int]) -> str:
+    """The start of the warning on records that cannot be true (the reasons follow)."""
+    return (f"{path}: {len(lines)} record(s) cannot be true (status 'impossible', never the best, "
+            "although MetaSchedule's compile_tir would rank them by their time): "
+            f"line {lines[0]}: ")
 
 
 def test_unreadable_lines_are_skipped_and_odd_times_read_as_stock_reads_them(gmm: Path) -> None:
     """NaN, Infinity and NUL bytes: lines stock's JSONDatabase cannot read, skipped and said.
     Zero, negative and sub-ns times: stock reads and ranks them by their mean as they are (the
-    least is what compile_tir picks), so msviz does too, and says so."""
+    least is what compile_tir picks); msviz reads them, says so, and flags them impossible
+    (they cannot be true): never its best."""
     path = gmm / RECORD_FILE
     lines = path.read_text().splitlines()
     good = lines[0]
@@ -68,21 +77,27 @@ def test_unreadable_lines_are_skipped_and_odd_times_read_as_stock_reads_them(gmm
     odd_lines = [*range(n + 1, n + 5), n + 7]
     corrupt_lines = [n + 5, n + 6, n + 8, n + 9]
     run, said = _open(gmm)
-    assert said == [
+    assert said[:2] == [
         f"{path}: skipped {len(corrupt_lines)} torn or corrupt record line(s) (line "
         f"{', '.join(map(str, corrupt_lines))}); the other lines were read",
         _odd_times_said(path, odd_lines)]
+    assert len(said) == 3 and said[2].startswith(_impossible_said(path, odd_lines))
     # the rest, as our own parse of the lines reads them
     kept = [*range(1, n + 1), *odd_lines, n + len(added) + 1]
     assert list(run.trials["line"]) == kept
     texts = [*lines, *added, lines[1]]
     records = [json.loads(texts[k - 1]) for k in kept]
     assert list(run.trials["run_secs"]) == [tuple(secs) for _, (_, secs, _, _) in records]
-    # stock's pick: the least mean among records with some time that is not the 1e10 mark
+    # stock's pick: the least mean among records with some time that is not the 1e10 mark;
+    # msviz's: the least among those that can be true (the odd times cannot)
     means = [sum(s) / len(s) * 1e6 for _, (_, s, _, _) in records if any(v != 1e10 for v in s)]
     assert min(means) == -1e6
-    assert run.best().latency_us == pytest.approx(min(means), rel=1e-12)
-    assert run.best().index == kept.index(n + 1)
+    odd = run.trials["line"].isin(odd_lines)
+    assert set(run.trials.loc[odd, "status"]) == {"impossible"}
+    real = [sum(s) / len(s) * 1e6 for k, (_, (_, s, _, _)) in zip(kept, records)
+            if k not in odd_lines and any(v != 1e10 for v in s)]
+    assert run.best().latency_us == pytest.approx(min(real), rel=1e-12) and min(real) > 1.0
+    assert int(run.trials.at[run.best().index, "line"]) not in odd_lines
 
 
 def test_a_time_below_1_ns_is_read_and_said(gmm: Path) -> None:
@@ -91,9 +106,12 @@ def test_a_time_below_1_ns_is_read_and_said(gmm: Path) -> None:
     path.write_text(_with_run_secs(good, "[1e-09]") + "\n" + _with_run_secs(good, "[9e-10]")
                     + "\n")
     run, said = _open(gmm)
-    assert said == [_odd_times_said(path, [2])]
+    assert said[0] == _odd_times_said(path, [2])
+    assert len(said) == 2 and said[1].startswith(_impossible_said(path, [1, 2]))
     assert list(run.trials["run_secs"]) == [(1e-09,), (9e-10,)]
-    assert run.best().latency_us == pytest.approx(9e-4)
+    assert list(run.trials["status"]) == ["impossible"] * 2  # 4 PFLOPS on 2 cores
+    with pytest.raises(ValueError, match="no successful trial"):
+        run.best()
 
 
 def test_empty_workload_file_is_said_once(gmm: Path) -> None:

@@ -6,7 +6,8 @@ runs per record, zero and negative times, ``1e10`` among real times, failures as
 and all-``1e10``, equal means in file order, means equal once in µs, means that differ only by the
 order of their sum, traces without a schedule instruction), on several workloads whose records
 are interleaved in the file; stock ``JSONDatabase.commit_tuning_record`` writes them. Each record
-is known by the decision of its trace's ``SampleCategorical`` (its index in the file).
+is known by the decision of its trace's ``SampleCategorical`` (its index in the file). A mean
+time of zero or less cannot be true: stock ranks it, msviz flags it and never picks it.
 """
 
 from __future__ import annotations
@@ -114,16 +115,31 @@ def _stock(work_dir: Path) -> dict[str, tuple[list[int], int | None]]:
     return out
 
 
+def _impossible() -> list[int]:
+    """The record indices msviz flags impossible: measured, scheduled, with a mean time of zero
+    or less (stock ranks them as they are; nothing here is faster than a CPU but those)."""
+    return [k for k, (_, kind, secs) in enumerate(_file_order())
+            if kind == "scheduled" and secs and secs.count(1e10) < len(secs)
+            and mean_run_secs(secs) <= 0]
+
+
 def _open(work_dir: Path) -> msviz.Run:
-    with pytest.warns(msviz.MsvizWarning, match="below 1 ns") as said:
+    with pytest.warns(msviz.MsvizWarning) as said:  # the sub-ns lines, then the impossible
         run = msviz.open(work_dir)
     lines = [k + 1 for k, (_, _, secs) in enumerate(_file_order())
              if secs and min(secs) < 1e-9]
-    assert [str(w.message) for w in said] == [
-        f"{work_dir / 'database_tuning_record.json'}: {len(lines)} record line(s) hold "
+    path = work_dir / "database_tuning_record.json"
+    messages = [str(w.message) for w in said]
+    assert messages[0] == (
+        f"{path}: {len(lines)} record line(s) hold "
         f"run_secs below 1 ns, zero or negative (line {', '.join(map(str, lines))}): no kernel "
         "runs that fast, but MetaSchedule ranks them as they are (the least mean is what "
-        "compile_tir picks), and so does msviz"]
+        "compile_tir picks); msviz never picks one faster than the machine can be (status "
+        "'impossible')")
+    flagged = [k + 1 for k in _impossible()]
+    assert len(messages) == 2 and messages[1].startswith(
+        f"{path}: {len(flagged)} record(s) cannot be true (status 'impossible', never the best")
+    assert all(f"line {line}: a mean run time of" in messages[1] for line in flagged)
     return run
 
 
@@ -133,9 +149,13 @@ def _task(name: str) -> str:
 
 def _assert_stock_pick(run: msviz.Run, stock: dict[str, tuple[list[int], int | None]]) -> None:
     trials, tasks = run.trials, run.tasks.set_index("task")
+    impossible = set(_impossible())
     for name, (ranked, top) in stock.items():
         task = _task(name)
         assert top == (ranked[0] if ranked else None)  # stock agrees with itself
+        # msviz ranks as stock, less the records that cannot be true (never its best)
+        ranked = [k for k in ranked if k not in impossible]
+        top = ranked[0] if ranked else None
         mine = trials[trials["task"] == task]
         ok = mine[mine["status"] == "ok"]
         # the trials msviz counts as measured are those stock ranks, in stock's order
@@ -176,6 +196,7 @@ def test_best_is_stocks_pick(work_dir: Path) -> None:
     # a session's live table ranks as the work dir's
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", ".*below 1 ns", msviz.MsvizWarning)
+        warnings.filterwarnings("ignore", ".*cannot be true", msviz.MsvizWarning)
         live = LiveRun(work_dir)
     assert live.tasks["best_trial"].equals(run.tasks["best_trial"])
 

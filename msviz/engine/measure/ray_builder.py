@@ -39,6 +39,9 @@ from msviz.engine.measure import watchdog
 from msviz.engine.measure.builder import build_artifact
 from msviz.errors import MissingExtraError, RayClusterError
 
+#: The address a new local Ray instance binds (Ray serves on its node IP; loopback keeps it
+#: off the network: a Ray cluster runs whatever code reaches it).
+LOCAL_HOST = "127.0.0.1"
 #: Milliseconds a local instance's raylet waits for Ray's metrics agent to start.
 AGENT_START_MS = 120_000
 
@@ -82,6 +85,9 @@ def _host_port(address: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit():
         raise ValueError(f"Ray address {address!r} is not HOST:PORT (e.g. '10.0.0.5:6379'), "
                          "'ray://HOST:PORT', 'auto' or 'local'")
+    if not 1 <= int(port) <= 65535:
+        raise ValueError(f"Ray address {address!r}: port {int(port)} is out of range (a port is "
+                         "1..65535)")
     return host.strip("[]"), int(port)
 
 
@@ -93,8 +99,9 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
     ----------
     address : str, optional
         ``None`` or ``"local"``: the Ray instance this process already has, else a new local
-        one. ``"HOST:PORT"`` (the head's GCS address, ``ray start --head`` prints it),
-        ``"ray://HOST:PORT"`` (Ray Client) or ``"auto"`` (a cluster started on this machine).
+        one, bound to 127.0.0.1 only. ``"HOST:PORT"`` (the head's GCS address, ``ray start
+        --head`` prints it; a port 1..65535), ``"ray://HOST:PORT"`` (Ray Client) or
+        ``"auto"`` (a cluster started on this machine).
     num_cpus : int, optional
         CPUs of a new local instance (default: all); not for an existing cluster.
     connect_timeout : float
@@ -103,13 +110,14 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
     """
     if connect_timeout <= 0:
         raise ValueError(f"connect_timeout must be > 0 seconds, not {connect_timeout!r}")
-    ray = _import_ray()
     local = address is None or address == "local"
+    if not local and address != "auto":
+        host, port = _host_port(address)  # type: ignore[arg-type]  # checked before Ray loads
+    ray = _import_ray()
     if not local and num_cpus is not None:
         raise ValueError(f"num_cpus={num_cpus!r} is for a new local Ray instance; the cluster at "
                          f"{address} has the CPUs its machines gave it")
     if not local and address != "auto":
-        host, port = _host_port(address)  # type: ignore[arg-type]
         try:
             socket.create_connection((host, port), timeout=connect_timeout).close()
         except OSError as err:
@@ -142,7 +150,9 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         system = {"agent_register_timeout_ms": AGENT_START_MS}
         for _ in range(2):
             try:
-                ray.init(address="local", num_cpus=num_cpus, _system_config=system, **options)
+                # on loopback only: a local instance is for this machine, never the network
+                ray.init(address="local", num_cpus=num_cpus, _system_config=system,
+                         _node_ip_address=LOCAL_HOST, **options)
                 return ray
             except Exception as err:
                 failure = err
@@ -316,7 +326,8 @@ def ray_builder(address: str | None = None, *, num_cpus: int | None = None,
     Parameters
     ----------
     address : str, optional
-        ``None`` or ``"local"``: this process's Ray instance, else a new local one.
+        ``None`` or ``"local"``: this process's Ray instance, else a new local one (on
+        127.0.0.1 only: it serves no other machine).
         ``"HOST:PORT"``: the head's GCS address (``ray start --head --port 6379``);
         ``"ray://HOST:PORT"``: Ray Client; ``"auto"``: a cluster started on this machine.
     num_cpus : int, optional

@@ -5,27 +5,64 @@ MetaSchedule ``Runner`` as it is; and whether a CUDA device can run kernels here
 from __future__ import annotations
 
 import functools
+import numbers
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import tvm
 
 from msviz import compat
 from msviz.engine.measure import rpc
 from msviz.engine.measure.worker_pool import name_deaths
 
-__all__ = ["RUNNERS", "create", "cuda_available", "evaluator_config", "remakeable"]
+__all__ = ["EVALUATOR_RANGES", "RUNNERS", "create", "cuda_available", "evaluator_config",
+           "remakeable"]
 
 #: The runners msviz makes by name.
 RUNNERS = ("local", "rpc")
 
 
+#: The values msviz times kernels with: ``EvaluatorConfig`` field -> (lowest, highest). A run
+#: of ``number`` 0 never ends a repeat, ``repeat`` 0 has no time to report, and a
+#: ``min_repeat_ms`` past ten minutes outlasts any runner timeout.
+EVALUATOR_RANGES = {"number": (1, 100_000), "repeat": (1, 1_000), "min_repeat_ms": (0, 600_000)}
+
+
 def evaluator_config(config: Any = None) -> Any:
-    """MetaSchedule's ``EvaluatorConfig`` from None (its defaults), a dict or itself."""
+    """MetaSchedule's ``EvaluatorConfig`` from None (its defaults), a dict or itself, checked.
+
+    Raises
+    ------
+    TypeError
+        A dict's unknown key (the keys are named), a value of the wrong type, or neither a dict
+        nor an ``EvaluatorConfig``.
+    ValueError
+        A value outside :data:`EVALUATOR_RANGES`, naming it and its range.
+    """
     cls = compat.ms.runner.EvaluatorConfig
     if config is None:
         return cls()
-    if isinstance(config, dict):
-        return cls(**config)
+    if isinstance(config, Mapping):
+        unknown = sorted(set(config) - set(cls._fields), key=str)
+        if unknown:
+            raise TypeError(f"evaluator_config has no {', '.join(map(repr, unknown))}; its keys: "
+                            f"{', '.join(cls._fields)}")
+        config = cls(**config)
+    if not isinstance(config, cls):
+        raise TypeError(f"evaluator_config must be a dict or an EvaluatorConfig, not "
+                        f"{type(config).__name__}")
+    for name, (low, high) in EVALUATOR_RANGES.items():
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"evaluator_config {name} must be an int from {low} to {high:,}, "
+                            f"not {type(value).__name__} {value!r}")
+        if not low <= value <= high:
+            raise ValueError(f"evaluator_config {name}={value} is out of range: it must be from "
+                             f"{low} to {high:,}")
+    if not isinstance(config.enable_cpu_cache_flush, (bool, np.bool_)):
+        raise TypeError(f"evaluator_config enable_cpu_cache_flush must be True or False, not "
+                        f"{config.enable_cpu_cache_flush!r}")
     return config
 
 

@@ -37,8 +37,8 @@ from msviz.records import database as db_files
 from msviz.records import row as trial_row
 from msviz.records.sidecar import read_sidecar
 
-__all__ = ["TRAIN_AT_MOST", "StoredRecords", "learn_from_database", "mean_secs",
-           "stored_candidates", "training_sample"]
+__all__ = ["TRAIN_AT_MOST", "StoredRecords", "best_history_ms", "learn_from_database",
+           "mean_secs", "stored_candidates", "training_sample"]
 
 #: Stored records of one task the cost model trains on when a session resumes.
 TRAIN_AT_MOST = 256
@@ -148,3 +148,19 @@ def learn_from_database(tuner: Any) -> None:
     tuner.emit("cost_model_updated", batch=None, samples=int(getattr(
         tuner.cost_model, "data_size", len(cands))), source="database", trained_on=len(cands),
         stored=len(usable))
+
+
+def best_history_ms(records: list, side: dict) -> list[float]:
+    """The best-latency history (ms) of a task's stored records, one value per batch (by the
+    sidecar's batch numbers; records without one count as one batch each)."""
+    batches: dict[Any, list[float]] = {}
+    for r in records:
+        key = side.get(r.line, {}).get("batch")
+        key = ("line", r.line) if not isinstance(key, int) else ("batch", key)
+        us = trial_row.median_latency_us(r.run_secs)
+        batches.setdefault(key, []).append(us / 1e3 if not math.isnan(us) else 1e9)
+    history, best = [], 1e9
+    for values in batches.values():
+        best = min(best, *values)
+        history.append(best)
+    return history

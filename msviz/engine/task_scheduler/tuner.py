@@ -33,6 +33,7 @@ from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.replay import ReplayTrace
 from msviz.engine.task_scheduler.stored import (
     StoredRecords,
+    best_history_ms,
     learn_from_database,
 )
 from msviz.engine.task_scheduler.work_dir_database import WorkDirDatabase
@@ -79,13 +80,17 @@ class SharedParts:
     Call :meth:`open` on the worker thread (``warn(message)`` reports repairs).
     """
 
-    def __init__(self, config: SessionConfig, *, work_dir: Path) -> None:
+    def __init__(self, config: SessionConfig, *, work_dir: Path,
+                 measurer: Measurer | None = None) -> None:
         self.work_dir = Path(work_dir)
         self.target = config.target
         self.knobs = config.knobs
         self.num_threads = config.num_threads
         self.measurer_options = config.measurer_options()
         self.measurer: Measurer | None = None
+        #: A measurer given from outside (several sessions measuring one after another on
+        #: warm pools): used, never closed.
+        self._given_measurer = measurer
         self.ready = False
 
     def open(self, warn: Any) -> None:
@@ -104,13 +109,14 @@ class SharedParts:
         self.stored = StoredRecords(wd, self.database)
         self.cost_model = compat.ms.cost_model.XGBModel(
             num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
-        self.measurer = Measurer(self.target, **self.measurer_options)
+        self.measurer = self._given_measurer or Measurer(self.target, **self.measurer_options)
         compat.register_tensor_intrins()  # before the first TuneContext imports them, slowly
         self.ready = True
 
     def close(self) -> None:
         if self.measurer is not None:
-            self.measurer.close()
+            if self.measurer is not self._given_measurer:
+                self.measurer.close()
             self.measurer = None
         if self.ready:
             self.sidecar.close()
@@ -259,7 +265,7 @@ class Tuner:
         for entry in mine:
             if entry.get("shash") is not None:
                 self.line_by_hash.setdefault(int(entry["shash"]), int(entry["line"]))
-        self.best_history_ms = _best_history_ms(records, side)
+        self.best_history_ms = best_history_ms(records, side)
 
     def line_of(self, shash: int) -> int | None:
         """The record line of a stored schedule (by structural hash), or None.
@@ -365,7 +371,7 @@ class Tuner:
         while True:
             self._space_changed = False
             if carried and n <= 0:  # the batch is the library's schedules alone
-                self._measure_carried(carried)
+                self.measure_carried(carried)
                 yield "batch"
                 return "measured"
             if self.search is None:  # no design space could be generated (quarantined)
@@ -411,15 +417,20 @@ class Tuner:
         return [(sch, compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True), info, shash)
                 for sch, info, shash in carried]
 
-    def _measure_carried(self, carried: list[tuple[Any, dict, int]]) -> None:
-        """A batch of the library's carried schedules alone."""
+    def measure_carried(self, carried: list[tuple[Any, dict, int]], *, learn: bool = True
+                        ) -> list[dict]:
+        """A batch of carried schedules alone (a library's, another shape's): ``(schedule,
+        lineage info, structural hash)`` each; returns the ``measured`` event's rows. With
+        ``learn=False`` the cost model is not updated (a session that only measures)."""
         self.emit("picked", generation=self.generation, requested=len(carried), by_score=0,
                   by_random=0, by_library=len(carried), failures={}, candidates=[
                       {**info, "decisions": decisions_of(sch.trace)}
                       for sch, info, _ in carried])
-        self.measure_batch(self._carried_items(carried), generation=self.generation)
+        rows = self.measure_batch(self._carried_items(carried), generation=self.generation,
+                                  learn=learn)
         self.generation += 1
         self._record_best()
+        return rows
 
     def _record_best(self) -> None:
         """``GradientBased::JoinRunningTask``: append the best latency of all trials so far."""
@@ -427,9 +438,9 @@ class Tuner:
             self.best_history_ms.append(self.best_median_ms)
 
     def measure_batch(self, items: list[tuple[Any, Any, dict, int]], *,
-                      generation: int | None) -> None:
+                      generation: int | None, learn: bool = True) -> list[dict]:
         """Build, run, commit, update the cost model; one event per step; then close the
-        batch's row of the profile (a ``profile`` event)."""
+        batch's row of the profile (a ``profile`` event). Returns the trials' rows."""
         measurer, timeit = self.measurer, self.timeit
         batch = self.batch
         with timeit("SendToBuilder"):
@@ -452,17 +463,19 @@ class Tuner:
         infra = [item[3] for item, r in zip(items, results)
                  if r.error_kind in UNMEASURED_KINDS]  # infra failures, lost devices
         self.search.forget(infra)  # may be picked again: the schedule was never measured
-        with timeit("MeasureCallback/UpdateCostModel"):
-            updated = callbacks.update_cost_model(self, items, results, batch)
-        if self.evo is not None:
-            self.evo.trained_on(updated["trained_on"])
-        self.emit("cost_model_updated", **updated)
+        if learn:
+            with timeit("MeasureCallback/UpdateCostModel"):
+                updated = callbacks.update_cost_model(self, items, results, batch)
+            if self.evo is not None:
+                self.evo.trained_on(updated["trained_on"])
+            self.emit("cost_model_updated", **updated)
         self.batch += 1
         if self.profile is not None:
             row = self.profile.close(self.task, batch)
             self.sidecar.write("profile", **row)  # msviz.open(work_dir).profile has it too
             self.emit("profile", **self.profile.event_data(row))
         self._check_infrastructure(results)
+        return rows
 
     def _check_infrastructure(self, results: list) -> None:
         if results and all(r.error_kind in UNMEASURED_KINDS for r in results):
@@ -488,8 +501,8 @@ def task_seed(seed: int, index: int) -> int:
 
 
 def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: dict,
-                emit: Any, warn: Any, profile: Profile | None = None
-                ) -> tuple[SharedParts, list[Tuner]]:
+                emit: Any, warn: Any, profile: Profile | None = None,
+                measurer: Measurer | None = None) -> tuple[SharedParts, list[Tuner]]:
     """The parts all tasks share (database, cost model, sidecar, measurer) and one tuner per
     task, set up on the calling thread; everything is closed again if one fails.
 
@@ -503,8 +516,10 @@ def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: di
         Each task index's RuleSet now.
     emit, warn, profile : callable, callable, Profile or None
         The session's event log, its ``warning`` event and its profile.
+    measurer : Measurer, optional
+        Measure with this one (warm pools, left open) instead of a new one.
     """
-    shared = SharedParts(config, work_dir=work_dir)
+    shared = SharedParts(config, work_dir=work_dir, measurer=measurer)
     shared.open(warn)
     tuners: list[Tuner] = []
     try:
@@ -530,18 +545,3 @@ def close_tuners(tuners: list[Tuner], shared: SharedParts | None) -> None:
     if shared is not None:
         shared.close()
 
-
-def _best_history_ms(records: list, side: dict) -> list[float]:
-    """The best-latency history (ms) of a task's stored records, one value per batch (by the
-    sidecar's batch numbers; records without one count as one batch each)."""
-    batches: dict[Any, list[float]] = {}
-    for r in records:
-        key = side.get(r.line, {}).get("batch")
-        key = ("line", r.line) if not isinstance(key, int) else ("batch", key)
-        us = row.median_latency_us(r.run_secs)
-        batches.setdefault(key, []).append(us / 1e3 if not math.isnan(us) else 1e9)
-    history, best = [], 1e9
-    for values in batches.values():
-        best = min(best, *values)
-        history.append(best)
-    return history
