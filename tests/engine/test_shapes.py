@@ -219,6 +219,7 @@ def test_cover_reopens_from_its_root(covered: tuple) -> None:
     again = msviz.open_shapes(root)
     assert again.to_dict() == tuning.cover.to_dict()
     second = tuning.cover.chosen[1]
+    assert (root / "dispatch.txt").read_text() == again.table() + "\n"
     assert again.table().splitlines()[0] == f"GMM over M: tuned M=64, {second} (2 of 3)"
     ranges = dispatch_ranges(again)
     assert ranges[0][0] == "M=16" and ranges[-1][1] == "M=256"
@@ -254,6 +255,17 @@ def test_bad_settings_say_what_was_wrong(tmp_path: Path, kwargs: dict, message: 
         msviz.tune_shapes(fam, work_dir=tmp_path / "x", **kwargs)
     with pytest.raises(TypeError, match="family must be a ShapeFamily"):
         msviz.tune_shapes("GMM", work_dir=tmp_path / "y")
+
+
+def test_session_settings_are_checked_before_the_thread(tmp_path: Path) -> None:
+    fam = msviz.shapes("GMM", dim="M", sizes=SIZES)
+    with pytest.raises(ValueError, match="max_trials, resume cannot be given to a shape cover"):
+        msviz.tune_shapes(fam, work_dir=tmp_path / "x", max_trials=8, resume=True)
+    with pytest.raises(TypeError, match="no_such_knob"):
+        msviz.tune_shapes(fam, work_dir=tmp_path / "x", no_such_knob=3)
+    with pytest.raises(ValueError, match="repeat"):
+        msviz.tune_shapes(fam, work_dir=tmp_path / "x", evaluator_config={"repeat": 0})
+    assert not (tmp_path / "x").exists()
 
 
 def test_default_max_k() -> None:

@@ -4,7 +4,8 @@ shape, and dispatch each shape to the fastest.
 :class:`ShapeTuning` runs in a background thread (``start``, ``wait``, ``stop``) over a work
 root that holds one work dir per shape (``<root>/<label>/``), the dispatch as one stock work
 dir (``<root>/dispatch/``: every shape's records, so ``compile_tir`` / ``compile_relax`` of any
-listed shape finds its kernels) and ``shapes.json`` (:class:`msviz.records.shape_cover.ShapeCover`).
+listed shape finds its kernels), ``dispatch.txt`` (shape ranges -> the schedules they run) and
+``shapes.json`` (:class:`msviz.records.shape_cover.ShapeCover`).
 
 The loop:
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import itertools
 import math
 import shutil
+import tempfile
 import threading
 import time
 import warnings
@@ -56,6 +58,11 @@ from msviz.records.shape_cover import (
 __all__ = ["ShapeTuning", "default_max_k"]
 
 DISPATCH_DIR = "dispatch"
+#: Session settings the cover sets for each shape's session itself.
+_SET_BY_THE_COVER = frozenset({"work_dir", "max_trials", "resume", "library", "reuse",
+                               "end_to_end_check", "params", "spec"})
+#: The dispatch as a small text table (shape ranges -> the shape whose schedules they run).
+TABLE_FILE = "dispatch.txt"
 
 
 def default_max_k(n: int) -> int:
@@ -115,7 +122,12 @@ class ShapeTuning:
         self.max_k = max_k if max_k is not None else (k or default_max_k(n))
         self.trials, self.carry_top, self.seed = trials, carry_top, seed
         self.target = compat.make_target(target)
+        reserved = sorted(set(options) & _SET_BY_THE_COVER)
+        if reserved:
+            raise ValueError(f"{', '.join(reserved)} cannot be given to a shape cover: it sets "
+                             "them for each shape's session (work_dir is the cover's root)")
         self.options = {"trials_per_batch": trials_per_batch, **options}
+        self._check_options()
         #: What happened, in order: ``{"kind", ...}`` (``picked``, ``tuned``, ``crossed``,
         #: ``finished``, ``failed``).
         self.events: list[dict] = []
@@ -134,6 +146,17 @@ class ShapeTuning:
         self._t0 = 0.0
         self._measurer: Measurer | None = None
         self._lock = threading.RLock()  # the thread's results against snapshot()
+
+    def _check_options(self) -> None:
+        """Every session setting checked now, as a session of the first shape checks it (a bad
+        knob or timing fails here, not in the tuning thread)."""
+        scratch = Path(tempfile.mkdtemp(prefix="msviz-shapes-check-"))
+        try:
+            Session(self.family.program(self.family.shapes[0].label), target=self.target,
+                    work_dir=scratch / "wd", seed=self.seed, end_to_end_check=False,
+                    **self.options)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     # -- control ----------------------------------------------------------------------------
 
@@ -397,6 +420,7 @@ class ShapeTuning:
         import json  # light, but only here
 
         (self.root / COVER_FILE).write_text(json.dumps(cover.to_dict(), indent=1))
+        (self.root / TABLE_FILE).write_text(cover.table() + "\n")
         return cover
 
     def _cover(self, state: str, work_dir: str | None) -> ShapeCover:
