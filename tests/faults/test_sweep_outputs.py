@@ -29,19 +29,6 @@ from msviz.errors import BundleError, WorkDirError, WriteError
 from msviz.records import bundle as bundle_module
 from msviz.records.sidecar import SIDECAR_FILE
 from msviz.report import write_report
-from tests.engine.conftest import make_tiny_session
-
-
-@pytest.fixture(scope="module")
-def tuned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A tiny msviz run of GMM-0 (2 trials) and its bundle."""
-    root = tmp_path_factory.mktemp("sweep")
-    session = make_tiny_session(root / "wd", max_trials=2, trials_per_batch=2)
-    session.start()
-    assert session.wait(300) == "finished", session.end_reason
-    bundle = root / "run.zip"
-    assert main(["bundle", str(session.work_dir), "-o", str(bundle)]) == 0
-    return session.work_dir, bundle
 
 
 @contextlib.contextmanager

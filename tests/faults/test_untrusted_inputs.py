@@ -21,18 +21,6 @@ from msviz.records.sidecar import SIDECAR_FILE
 from tests.engine.conftest import make_tiny_session
 
 
-@pytest.fixture(scope="module")
-def tuned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A tiny msviz run of GMM-0 (2 trials) and its bundle."""
-    root = tmp_path_factory.mktemp("untrusted")
-    session = make_tiny_session(root / "wd", max_trials=2, trials_per_batch=2)
-    session.start()
-    assert session.wait(300) == "finished", session.end_reason
-    bundle = root / "run.zip"
-    assert main(["bundle", str(session.work_dir), "-o", str(bundle)]) == 0
-    return session.work_dir, bundle
-
-
 def test_a_bundles_report_and_export_go_beside_it(tuned: tuple[Path, Path], tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     _, original = tuned
