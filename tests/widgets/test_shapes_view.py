@@ -72,7 +72,11 @@ def test_view_follows_a_live_tuning(tmp_path: Path) -> None:
         tuning.start()
         while tuning.state == "running":
             await asyncio.sleep(0.2)
-        await asyncio.sleep(1.0)  # the last batch of events
+        # the last batch of events reaches the loop a little later: wait for it, on any host
+        for _ in range(600):
+            if seen and seen[-1][0] == "finished":
+                break
+            await asyncio.sleep(0.1)
         return view
 
     view = asyncio.run(asyncio.wait_for(follow(), 600))
