@@ -5,7 +5,7 @@ between the builds round by round (on these machines a process's speed flips bet
 ~2x; builds timed in turn share the mode of the moment):
 
 * **whole**: the model, Relax VM ``time_evaluator`` (number 10, repeat 3, min_repeat_ms 30);
-* **calls**: each VM call timed through the instrument hook (:func:`msviz.check.draws.time_calls`):
+* **calls**: each VM call timed through the instrument hook (:func:`msviz.bench.draws.time_calls`):
   the sum of the task kernels per run, and the rest (VM builtins: allocation, shape checks);
 * **alone**: each task's best schedule built alone and timed in this process as the tuner's
   runner times it (``time_evaluator``, number 3 repeat 1 min_repeat_ms 100 by default, inputs hot
@@ -52,9 +52,9 @@ def measure(model_name: str, dirs: dict[str, str], rounds: int, alone: bool) -> 
     from tvm import relax
 
     from msviz import compat, models
-    from msviz.check.draws import time_calls
-    from msviz.check.model import best_record_us
-    from msviz.check.model_profile import match_call
+    from msviz.bench.draws import time_calls
+    from msviz.bench.model import best_record_us
+    from msviz.bench.model_profile import match_call
 
     compat.quiet_ipython_printing()
     threads = int(os.environ.get("TVM_NUM_THREADS", "0") or 0) or compat.host_cores()
@@ -118,7 +118,7 @@ def _alone(db: Any, tasks: list, target: Any, dev: Any, np: Any, tvm: Any
            ) -> tuple[dict[str, float], dict[str, float]]:
     """Each task's best schedule alone: µs per call hot (as the runner times it) and cold."""
     from msviz import compat
-    from msviz.check.schedule import random_inputs
+    from msviz.bench.schedule import random_inputs
 
     hot, cold = {}, {}
     flush = np.ones(16 * 1024 * 1024, dtype="float32")  # 64 MiB, over any L3 here

@@ -46,7 +46,7 @@ PARTS = ("openblas", "stock", "int8")
 def retime(mod: Any, target: Any, repeats: int) -> float:
     """Median seconds of ``repeats`` in-process timings of a built module (100 ms each)."""
     from msviz import compat
-    from msviz.check.schedule import random_inputs
+    from msviz.bench.schedule import random_inputs
 
     func = compat.fast_build(mod, target)
     dev = compat.device_of(target)

@@ -36,8 +36,9 @@ KNOBS = {"population_size": 16, "init_min_unmeasured": 8, "genetic_num_iters": 1
 
 def bench(name: str, trials: int, root: Path) -> dict:
     from msviz import compat
-    from msviz.check.model import check_model
-    from msviz.check.model_profile import model_profile_frame, profile_executable
+    from msviz.bench.model import check_model
+    from msviz.bench.model_profile import profile_executable
+    from msviz.records.model_profile import model_profile_frame
     from msviz.engine import Session
 
     session = Session(name, work_dir=root / name, end_to_end_check=False, **KNOBS,
@@ -78,7 +79,7 @@ def _profile_seconds(model: object, tasks: list, work_dir: Path, target: object)
     import tvm
 
     from msviz import compat
-    from msviz.check.model_profile import profile_executable
+    from msviz.bench.model_profile import profile_executable
 
     database = compat.JSONDatabase(work_dir=str(work_dir))
     exe = compat.ms.relax_integration.compile_relax(database, model.mod, target, params=None)

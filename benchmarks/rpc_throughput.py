@@ -3,7 +3,7 @@ local runner, on the same built batch.
 
 One batch of distinct GMM-0 schedules (sampled from its design space) is built once; then msviz's
 :class:`~msviz.engine.measure.Measurer` runs it with ``LocalRunner`` and through a loopback
-:class:`~msviz.fleet.LocalFleet` with one and two servers (``msviz.rpc``, one RPC session per
+:class:`~msviz.engine.measure.loopback.LocalFleet` with one and two servers (``msviz.rpc``, one RPC session per
 server in parallel). Each runner gets a warm-up run (process pools start, workers import), then
 ``--reps`` timed runs; the median is reported. Timing settings are small (``number=1, repeat=1,
 min_repeat_ms=0``) so the figure is the per-candidate overhead, not the kernel::
@@ -66,8 +66,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     opts = parser.parse_args()
 
+    from msviz.engine.measure.loopback import LocalFleet
     from msviz.engine.measure.measurer import Measurer
-    from msviz.fleet import LocalFleet
 
     evaluator = {"number": 1, "repeat": 1, "min_repeat_ms": 0}
     from msviz import compat

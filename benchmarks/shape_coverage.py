@@ -169,7 +169,7 @@ def compare_model(fam: Any, all_root: Path, dispatch: Path, rounds: int) -> list
     from tvm.s_tir import meta_schedule as ms
 
     import msviz
-    from msviz.engine.options import tasks_of
+    from msviz.engine.arguments import tasks_of
 
     db = ms.database.JSONDatabase(work_dir=str(dispatch), allow_missing=False)
     out = []

@@ -2,13 +2,18 @@
 
 from typing import Any
 
-from msviz import hooks, models, workloads
+from msviz import models, workloads
+from msviz.archive.bundle import write_bundle as bundle
+from msviz.archive.merge import database, merge
+from msviz.archive.migrate import migrate_work_dir as migrate
 from msviz.engine import Session
 from msviz.engine.library_reuse import coverage
+from msviz.engine.measure.paired_models import compare_models
 from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
 from msviz.engine.reproduce import reproduce
 from msviz.engine.restriction import propose_restriction, rerun
+from msviz.engine.run_actions import open_run
 from msviz.engine.search import search_strategy
 from msviz.engine.shapes import ShapeFamily, ShapeTuning, shapes, tune_shapes
 from msviz.errors import (
@@ -22,14 +27,10 @@ from msviz.errors import (
     WorkloadError,
     WriteError,
 )
-from msviz.records import Run, Trial, open_work_dir
-from msviz.records.bundle import write_bundle as bundle
+from msviz.records import Run, Trial
 from msviz.records.coverage import run_coverage
 from msviz.records.library import Library
-from msviz.records.many import open_many
-from msviz.records.merge import database, merge
-from msviz.records.migrate import migrate_work_dir as migrate
-from msviz.records.paired import compare_models
+from msviz.records.many_runs import open_many
 from msviz.records.shape_cover import ShapeCover
 from msviz.records.shape_cover import read_shape_cover as open_shapes
 from msviz.space_generator import RuleSet
@@ -90,7 +91,7 @@ def open(work_dir: Any, *, library: Any = None, target: Any = None) -> Run:
     holds for each of the run's tasks, on ``target`` (default: the target the run tuned for),
     as the Tasks tab and the report show it. See :func:`msviz.records.open_work_dir`.
     """
-    run = open_work_dir(work_dir)
+    run = open_run(work_dir)
     if library is not None:
         lib = library if isinstance(library, Library) else Library(library)
         run.library_coverage = run_coverage(run, lib, target)
@@ -99,8 +100,7 @@ def open(work_dir: Any, *, library: Any = None, target: Any = None) -> Run:
 
 def dashboard(source: Any, **options: Any) -> Any:
     """A notebook dashboard of a :class:`Session` (live: controls, progress, views) or a
-    :class:`Run` (a finished or stock work dir). ``session.dashboard()`` and
-    ``run.dashboard()`` call this.
+    :class:`Run` (a finished or stock work dir).
 
     The widgets are imported here, on first use: they are heavy (ipywidgets, plotly,
     anywidget: about a second) and the CLI and the engine never need them.
@@ -132,12 +132,10 @@ def shapes_view(source: Any, **options: Any) -> Any:
 
 def why_not(workload: Any, *, target: Any = "llvm", rules: Any = None, **want: Any) -> Any:
     """Force a transformation MetaSchedule did not produce and say what blocks it: see
-    :func:`msviz.analysis.why_not.why_not` (imported on first use: it loads MetaSchedule's
+    :func:`msviz.whynot.answer.why_not` (imported on first use: it loads MetaSchedule's
     rules and tensor intrinsics)."""
-    from msviz.analysis.why_not import why_not as analyse  # heavy: MetaSchedule's rules
+    from msviz.whynot.answer import why_not as analyse  # heavy: MetaSchedule's rules
 
     return analyse(workload, target=target, rules=rules, **want)
 
 
-hooks.register_dashboard(dashboard)
-hooks.register_why_not(why_not)

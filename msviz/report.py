@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from msviz.analysis.restriction import REPORT_READ_AT_MOST, REPORT_TASKS, task_proposals
+from msviz.archive.writer import check_output, default_output, output_file
 from msviz.compat import describe_target
 from msviz.errors import WriteError
 from msviz.records import Run, open_work_dir
 from msviz.records.model_profile import recorded_model_profile
-from msviz.records.output import check_output, default_output, output_file
 from msviz.records.shape_cover import ShapeCover, read_shape_cover
 from msviz.records.sidecar import quarantine_of
 from msviz.views import (

@@ -11,8 +11,8 @@ import time
 import psutil
 import pytest
 
+from msviz.engine.measure.loopback import FleetError, LocalFleet
 from msviz.engine.measure.rpc import tracker_status
-from msviz.fleet import FleetError, LocalFleet
 
 
 def _listening(pids: list[int]) -> list[tuple[str, int]]:
@@ -70,7 +70,7 @@ def test_fleet_listens_on_loopback_only_and_stops_for_good() -> None:
 def test_fleet_stops_when_the_python_process_that_started_it_exits(tmp_path) -> None:
     script = textwrap.dedent("""
         import os, sys
-        from msviz.fleet import LocalFleet
+        from msviz.engine.measure.loopback import LocalFleet
         fleet = LocalFleet(1, key="orphan").start()
         print(" ".join(map(str, fleet.pids())), flush=True)
         os._exit(0)  # no atexit, no stop(): only the guards can clean up

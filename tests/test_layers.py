@@ -17,48 +17,61 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "msviz"
 
-#: The layer rules, literally: each top-level part of msviz and the parts it may import (its own
-#: modules always). ``""`` is the package root (``msviz/__init__.py``). Read from the bottom:
-#: the catalogue and TVM's names, traces, rules and checks, the records; ``analysis`` computes on
-#: records (importance, restrictions) for both the engine and the views; the engine tunes and
-#: never draws (no views, no widgets: it hands events to them); ``hooks`` is how
-#: ``Session.dashboard()`` and ``Run.dashboard()`` reach the widgets without importing them.
-FOUNDATION = frozenset({"errors", "hooks", "version"})
-CATALOGUE = FOUNDATION | {"compat", "int8_workloads", "workloads", "models"}
-PROGRAMS = CATALOGUE | {"trace", "space_generator", "check"}
-RECORDS = PROGRAMS | {"records"}
-ANALYSIS = RECORDS | {"analysis"}
+#: The layer rules, literally: each top-level part of msviz (a room) and the rooms it may import
+#: (its own modules always). ``""`` is the package root (``msviz/__init__.py``). Read from the
+#: bottom: errors and the version; ``compat`` (the pinned TVM, and every read of a third-party
+#: internal); the catalogue (``workloads``, ``models``); TIR programs (``trace``,
+#: ``space_generator``); ``bench`` builds and runs kernels and models (checks, timed draws, model
+#: profiles) and ``whynot`` forces schedules; ``records`` reads work dirs and bundles into plain
+#: data and imports nothing that builds or runs a kernel; ``analysis`` computes statistics on
+#: records; ``archive`` writes what records read (exports, bundles, merges, migrations); the
+#: engine tunes and measures (the only room that may use ``bench``) and never draws; then views,
+#: the report, widgets, the CLI and the package root.
+FOUNDATION = frozenset({"errors", "version"})
+CATALOGUE = FOUNDATION | {"compat", "workloads", "models"}
+PROGRAMS = CATALOGUE | {"trace", "space_generator"}
+READING = PROGRAMS | {"whynot", "records"}
+STATISTICS = READING | {"analysis"}
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "version": frozenset(),
-    "hooks": frozenset({"errors"}),
     "compat": FOUNDATION,
-    "int8_workloads": FOUNDATION | {"compat"},
-    "workloads": FOUNDATION | {"compat", "int8_workloads"},
-    "models": FOUNDATION | {"compat", "int8_workloads", "workloads"},
+    "workloads": FOUNDATION | {"compat"},
+    "models": FOUNDATION | {"compat", "workloads"},
     "trace": CATALOGUE,
     "space_generator": CATALOGUE | {"trace"},
-    "check": CATALOGUE | {"trace"},
-    "records": PROGRAMS,
-    "analysis": RECORDS,
-    "views": ANALYSIS,
-    "engine": ANALYSIS,  # not views, not widgets
-    "fleet": ANALYSIS | {"engine"},
-    "report": ANALYSIS | {"views", "engine", "fleet"},
-    "widgets": ANALYSIS | {"views", "engine", "fleet", "report"},
-    "cli": ANALYSIS | {"views", "engine", "fleet", "report", "widgets", ""},
-    "": ANALYSIS | {"views", "engine", "fleet", "report", "widgets"},
+    "bench": PROGRAMS,
+    "whynot": PROGRAMS,
+    "records": PROGRAMS | {"whynot"},
+    "analysis": READING,
+    "archive": READING,
+    "engine": STATISTICS | {"archive", "bench"},  # not views, not widgets
+    "views": STATISTICS,
+    "report": STATISTICS | {"views", "engine", "archive"},
+    "widgets": STATISTICS | {"views", "engine", "archive", "report"},
+    "cli": STATISTICS | {"views", "engine", "archive", "report", "widgets", ""},
+    "": STATISTICS | {"views", "engine", "archive", "report", "widgets"},
 }
 
 #: What the design forbids outright (DESIGN.md's one-way flow); the rules above must not
 #: allow any of it.
 FORBIDDEN: dict[str, frozenset[str]] = {
     "engine": frozenset({"views", "widgets", "report", "cli"}),
-    "analysis": frozenset({"views", "engine", "widgets", "report", "cli"}),
-    "records": frozenset({"analysis", "views", "engine", "widgets", "report", "cli"}),
+    "analysis": frozenset({"bench", "views", "engine", "widgets", "report", "cli"}),
+    "records": frozenset({"bench", "archive", "analysis", "views", "engine", "widgets",
+                          "report", "cli"}),
+    "whynot": frozenset({"bench", "records", "engine", "views", "widgets"}),
     "trace": frozenset({"records", "views", "engine", "widgets"}),
-    "views": frozenset({"engine", "widgets", "report", "cli"}),
+    "views": frozenset({"bench", "archive", "engine", "widgets", "report", "cli"}),
 }
+
+#: The rooms that build or run kernels (the engine through its measuring room, and the bench).
+KERNEL_ROOMS = frozenset({"bench", "engine"})
+#: ``compat``'s calls that build or run a kernel in this process.
+KERNEL_CALLS = frozenset({"compile_module", "device_of", "fast_build", "load_module",
+                          "local_builder", "to_tensor"})
+#: The rooms that may import ``tvm`` (or ``tvm_ffi``): TVM's names, and the model front ends.
+TVM_ROOMS = frozenset({"compat", "models"})
 
 MAX_LINES = 550
 

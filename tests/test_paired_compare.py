@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from msviz.check.paired import PairedComparison, compare_builds, paired_summary
+from msviz.bench.paired import PairedComparison, compare_builds, paired_summary
 
 
 def test_the_summary_of_hand_made_rounds() -> None:

@@ -12,8 +12,8 @@ import pytest
 import msviz
 from msviz import compat, workloads
 from msviz.engine import RuleSet
-from msviz.int8_workloads import pack_weight
 from msviz.trace import code
+from msviz.workloads.int8 import pack_weight
 from tests.engine.conftest import TINY as ENGINE_TINY
 
 HOST = compat.make_target("llvm")

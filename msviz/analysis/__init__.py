@@ -1,3 +1,2 @@
-"""Computations that are neither reading data nor drawing it (decision importance, space
-restrictions, why a transformation never appears): below both the engine and the views, which
-call them."""
+"""Statistics on records (decision importance, and the space restrictions it proposes): below
+both the engine and the views, which call them. Nothing here builds or runs a kernel."""

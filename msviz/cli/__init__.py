@@ -15,30 +15,30 @@ from typing import Any
 
 import msviz
 from msviz.analysis.restriction import task_proposals
+from msviz.archive.bundle import write_bundle
+from msviz.archive.export import export as export_trials
+from msviz.archive.merge import merge_text
+from msviz.archive.migrate import migrate_work_dir, parse_workload_flags
 from msviz.cli import shapes as shapes_cli
 from msviz.cli.progress import Progress, stage_text, waiting_text
 from msviz.compat import describe_target, make_target
 from msviz.engine import Session
-from msviz.engine.measure import rpc
-from msviz.engine.measure.rpc import parse_rpc
-from msviz.engine.measure.runner import EVALUATOR_RANGES
-from msviz.engine.options import (
+from msviz.engine.arguments import (
     MAX_SEED,
     MAX_TRIALS_PER_BATCH,
     TIME_ONLY_MAX_TRIALS,
     duration_text,
     parse_duration,
 )
+from msviz.engine.measure import rpc
+from msviz.engine.measure.rpc import parse_rpc
+from msviz.engine.measure.runner import EVALUATOR_RANGES
 from msviz.engine.reproduce import reproduce
 from msviz.engine.search.presets import KNOB_LIMITS
 from msviz.engine.task_scheduler.kinds import SCHEDULERS
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
-from msviz.records.bundle import write_bundle
 from msviz.records.coverage import coverage_text
-from msviz.records.export import export as export_trials
-from msviz.records.merge import merge_text
-from msviz.records.migrate import migrate_work_dir, parse_workload_flags
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.quality import run_started
 from msviz.records.shape_cover import COVER_FILE

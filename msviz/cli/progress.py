@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from msviz.engine import Session
-from msviz.engine.options import TIME_ONLY_MAX_TRIALS
+from msviz.engine.arguments import TIME_ONLY_MAX_TRIALS
 from msviz.records.row import gflops
 
 __all__ = ["Progress", "stage_text", "waiting_text"]

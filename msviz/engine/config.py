@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from msviz import compat
-from msviz.check.schedule import validate_mode
-from msviz.engine.measure.runner import evaluator_config
-from msviz.engine.options import (
+from msviz.bench.schedule import validate_mode
+from msviz.engine.arguments import (
     MAX_TRIALS_PER_BATCH,
     check_budget,
     check_reuse,
@@ -28,6 +27,7 @@ from msviz.engine.options import (
     check_timeout,
     library_paths,
 )
+from msviz.engine.measure.runner import evaluator_config
 from msviz.engine.search.factory import STRATEGIES
 from msviz.engine.search.presets import PRESETS, SearchKnobs, knobs_for
 from msviz.engine.task_scheduler import kinds as scheduler_kinds

@@ -29,11 +29,11 @@ from __future__ import annotations
 from typing import Any
 
 from msviz import compat
+from msviz.engine.arguments import check_reuse, library_paths, tasks_of
 from msviz.engine.measure import callbacks
 from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.results import MeasureResult
 from msviz.engine.measure.untuned import measure_untuned
-from msviz.engine.options import check_reuse, library_paths, tasks_of
 from msviz.engine.task_scheduler.stored import mean_secs, training_sample
 from msviz.records.coverage import coverage as coverage_of
 from msviz.records.coverage_types import Coverage, coverage_to_dict

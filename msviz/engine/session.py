@@ -15,18 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from msviz import hooks
-from msviz.check.draws import check_draws
-from msviz.engine.config import SessionConfig
-from msviz.engine.control import (
-    STATES,
-    Control,
-    LiveTrials,
-    SessionStateError,
-)
-from msviz.engine.control.lock import check_unlocked
-from msviz.engine.events import EventLog
-from msviz.engine.options import (
+from msviz.bench.draws import DEFAULT_DRAWS, check_draws
+from msviz.bench.model_profile import PROFILE_RUNS
+from msviz.engine.arguments import (
     DEFAULT_MAX_TRIALS,
     TIME_ONLY_MAX_TRIALS,
     check_budget,
@@ -36,17 +27,23 @@ from msviz.engine.options import (
     task_of,
     tasks_of,
 )
+from msviz.engine.config import SessionConfig
+from msviz.engine.control import (
+    STATES,
+    Control,
+    LiveTrials,
+    SessionStateError,
+)
+from msviz.engine.control.lock import check_unlocked
+from msviz.engine.events import EventLog
+from msviz.engine.measure.bench import model_profile_of
 from msviz.engine.profile import Profile
+from msviz.engine.run_actions import ENGINE_ACTIONS
 from msviz.engine.task_scheduler import kinds as scheduler_kinds
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.engine.worker import Worker
 from msviz.errors import MsvizWarning
-from msviz.records.model_profile import (
-    DEFAULT_DRAWS,
-    DEFAULT_THRESHOLD,
-    PROFILE_RUNS,
-    model_profile_of,
-)
+from msviz.records.model_profile import DEFAULT_THRESHOLD
 from msviz.records.profile import profile_frame
 from msviz.records.row import ALL_COLUMNS, trials_frame
 from msviz.records.run import Run
@@ -80,7 +77,7 @@ class Session:
     max_trials : int, optional
         Trials in total over all tasks, counting those the work dir already holds when
         resuming (None: 64, or no trial limit of its own when ``max_seconds`` is given:
-        :data:`msviz.engine.options.TIME_ONLY_MAX_TRIALS`). Schedules the user edits and
+        :data:`msviz.engine.arguments.TIME_ONLY_MAX_TRIALS`). Schedules the user edits and
         measures (:meth:`remeasure`) do not count. A candidate that could not be measured for
         infrastructure reasons (``error_kind="infra"``) is stored but does not count; 3 such
         batches in a row fail the session with :class:`msviz.engine.InfrastructureError`.
@@ -106,7 +103,7 @@ class Session:
     end_to_end_check : bool
         For a model: compile it with the work dir's database when tuning ends, run it, compare
         with the untuned build and time both, the least of
-        :data:`msviz.check.draws.DEFAULT_DRAWS` fresh processes (the ``end_to_end`` event,
+        :data:`msviz.bench.draws.DEFAULT_DRAWS` fresh processes (the ``end_to_end`` event,
         :attr:`end_to_end`; :meth:`check_model`).
     strategy : {"evolutionary", "replay"}
         msviz's step-able port of ``EvolutionarySearch``, or MetaSchedule's ``ReplayTrace``.
@@ -133,7 +130,7 @@ class Session:
         Which candidates' outputs are compared with the untuned workload's on seeded random
         inputs, after each batch's timings: every candidate that would become the best so far
         (default), every one that ran, or none. A wrong one gets the status ``wrong_result``
-        and is never the best (see :mod:`msviz.check.schedule`).
+        and is never the best (see :mod:`msviz.bench.schedule`).
     library : str | Path | list | msviz.Library, optional
         A tuning library: other runs' work dirs, bundles and folders of them, read-only
         (:class:`msviz.Library`). Before the first trial each task's coverage by it is shown
@@ -450,7 +447,7 @@ class Session:
     def check_model(self, *, draws: int | None = None) -> dict:
         """Compile the model with the work dir's database and without, run both on the same
         random inputs, compare the outputs and time both in ``draws`` fresh processes (default
-        :data:`msviz.check.draws.DEFAULT_DRAWS`; a process's speed can be ~1x or ~2x for its
+        :data:`msviz.bench.draws.DEFAULT_DRAWS`; a process's speed can be ~1x or ~2x for its
         whole life on a shared machine: each build's time is the least draw); emits
         ``end_to_end`` and, from the same draws, ``model_profile``.
 
@@ -520,7 +517,7 @@ class Session:
 
     def open(self) -> Run:
         """The work dir as a :class:`msviz.Run` (a fresh read)."""
-        return Run(self.work_dir)
+        return Run(self.work_dir, actions=ENGINE_ACTIONS)
 
     def best(self) -> Any:
         """The best trial so far (as ``msviz.open(work_dir).best()`` would pick it)."""
@@ -529,12 +526,9 @@ class Session:
 
     def why_not(self, **want: Any) -> Any:
         """``msviz.why_not`` of this session's workload, target and rules now (first task)."""
-        return hooks.why_not(self.workload, target=self.target, rules=self.rules, **want)
+        from msviz.whynot.answer import why_not  # heavy: MetaSchedule's rules and intrinsics
 
-    def dashboard(self, **options: Any) -> Any:
-        """A notebook dashboard following this session (controls, progress, views); the same
-        as ``msviz.dashboard(session)``."""
-        return hooks.dashboard(self, **options)
+        return why_not(self.workload, target=self.target, rules=self.rules, **want)
 
     def __repr__(self) -> str:
         return (f"Session({self.name!r}, state={self.state!r}, "

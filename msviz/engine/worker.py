@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.check import draws as check_draws_mod
-from msviz.check.model import run_check
-from msviz.check.model_profile import PROFILE_RUNS, profile_draws
+from msviz.bench import draws as check_draws_mod
+from msviz.bench.model import run_check
+from msviz.bench.model_profile import PROFILE_RUNS, profile_draws
 from msviz.engine.config import SessionConfig
 from msviz.engine.control import (
     Control,
@@ -37,6 +37,7 @@ from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import catalogue_source, environment_of
 from msviz.engine.events import EventLog
 from msviz.engine.library_reuse import LibraryReuse, open_library
+from msviz.engine.measure.bench import MEASURING
 from msviz.engine.measure.rpc import fleet_of
 from msviz.engine.measure.untuned import measure_untuned
 from msviz.engine.profile import Profile
@@ -108,7 +109,7 @@ class Worker:
         self.model_profile_data: dict | None = None
         self.tuners: list[Tuner] = []
         self.shared: SharedParts | None = None
-        self.measure_lock = threading.Lock()  # all measurements, one at a time
+        self.measure_lock = MEASURING  # all measurements in this process, one at a time
         self.lock = WorkDirLock(work_dir)  # one writer per work dir
         #: Each task's untuned time (µs; None where unknown), measured at a model's start.
         self.untuned_us: dict[str, float | None] = {}
@@ -452,7 +453,7 @@ class Worker:
 
     def end_to_end_now(self, draws: int | None = None) -> dict:
         """The model's end-to-end check (never during a measurement), timed in ``draws`` fresh
-        processes (default :data:`msviz.check.draws.DEFAULT_DRAWS`) that also profile the
+        processes (default :data:`msviz.bench.draws.DEFAULT_DRAWS`) that also profile the
         tuned build; kept in the sidecar so ``msviz.open(work_dir)`` (its dashboard and
         report) has it too; emits ``end_to_end`` (and ``model_profile``)."""
         model, tasks, seed = self.model, self.tasks, self.config.seed

@@ -1,7 +1,8 @@
-"""A run bundle: one zip of a work dir and its environment, to move a run to another machine.
+"""A run bundle read: one zip of a work dir and its environment, opened on another machine.
+(Writing one is :mod:`msviz.archive.bundle`'s: the same bundle, the other way.)
 
-``msviz bundle WORK_DIR -o run.zip`` (:func:`write_bundle`) packs the stock database files, the
-logs and msviz's sidecar under ``work_dir/`` in the zip, next to a small ``manifest.json``::
+``msviz bundle WORK_DIR -o run.zip`` (:func:`msviz.archive.bundle.write_bundle`) packs the
+stock database files, the logs and msviz's sidecar under ``work_dir/`` in the zip, next to a small ``manifest.json``::
 
     {"format": 1, "msviz_version": "0.1.0", "created": "...", "name": "my-run",
      "environment": {...the sidecar's last environment line, or null...},
@@ -21,19 +22,15 @@ import shutil
 import tempfile
 import weakref
 import zipfile
-from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from msviz.errors import BundleError, WorkDirError
+from msviz.errors import BundleError
 from msviz.records import database as db_files
-from msviz.records.environment import environments
-from msviz.records.output import check_output, output_file
-from msviz.records.sidecar import SIDECAR_FILE, read_sidecar
 from msviz.version import __version__
 
-__all__ = ["BUNDLE_FORMAT", "MANIFEST_FILE", "is_bundle", "open_bundle", "read_manifest",
-           "write_bundle"]
+__all__ = ["BUNDLE_FORMAT", "MANIFEST_FILE", "WORK_DIR_PREFIX", "extract_bundle", "is_bundle",
+           "open_bundle", "read_manifest"]
 
 #: The layout version of the zip; a reader refuses a larger one.
 BUNDLE_FORMAT = 1
@@ -51,60 +48,6 @@ MAX_MEMBERS = 10_000
 #: about 1000x).
 MAX_RATIO = 200
 RATIO_CHECKED_FROM = 16 * 2**20
-
-
-def _work_dir_files(work_dir: Path) -> list[Path]:
-    """The files of a work dir a bundle carries: the database, the sidecar and the logs."""
-    files = [work_dir / name for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE,
-                                           SIDECAR_FILE)]
-    files = [f for f in files if f.is_file()]
-    logs = work_dir / "logs"
-    if logs.is_dir():
-        files += sorted(p for p in logs.rglob("*") if p.is_file() and not p.is_symlink())
-    return files
-
-
-def write_bundle(work_dir: str | Path, output: str | Path, *, overwrite: bool = False) -> Path:
-    """Pack a work dir (database, logs, sidecar) and its environment into one zip.
-
-    The zip is written next to ``output`` under a temporary name and renamed into place, so
-    ``output`` is either the whole bundle or untouched.
-
-    Parameters
-    ----------
-    work_dir : str | Path
-        A MetaSchedule work dir (msviz's or stock ``tune_tir``'s).
-    output : str | Path
-        The zip to write.
-    overwrite : bool
-        Replace ``output`` if it exists (else that is refused, naming it).
-
-    Returns
-    -------
-    path : Path
-        ``output``.
-    """
-    work_dir, output = Path(work_dir), Path(output)
-    if not all((work_dir / n).is_file() for n in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE)):
-        raise WorkDirError(f"{work_dir} is not a MetaSchedule work dir: a bundle needs its "
-                           f"{db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE}")
-    if output.is_dir():
-        raise BundleError(f"cannot write the bundle to {output}: it is a directory")
-    check_output(output, overwrite=overwrite, what="bundle")  # before anything is read
-    envs = environments(read_sidecar(work_dir))
-    files = _work_dir_files(work_dir)
-    names = [f"{WORK_DIR_PREFIX}/{f.relative_to(work_dir).as_posix()}" for f in files]
-    manifest = {"format": BUNDLE_FORMAT, "msviz_version": __version__,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "name": work_dir.resolve().name, "environment": envs[-1] if envs else None,
-                "files": names}
-    with output_file(output, overwrite=overwrite, what="bundle", error=BundleError,
-                     fail=f"cannot write the bundle to {output}") as tmp, \
-            zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(MANIFEST_FILE, json.dumps(manifest, indent=1))
-        for path, name in zip(files, names, strict=True):
-            zf.write(path, name)
-    return output
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -271,7 +214,7 @@ def open_bundle(path: str | Path, opener: Any) -> Any:
     Parameters
     ----------
     path : str | Path
-        A zip written by :func:`write_bundle`.
+        A zip written by :func:`msviz.archive.bundle.write_bundle`.
     opener : callable
         Makes the run from the extracted work dir (:class:`~msviz.records.run.Run`).
     """

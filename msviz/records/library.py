@@ -42,7 +42,7 @@ from msviz.records import logs as log_files
 from msviz.records.library_cache import input_stats as _input_stats
 from msviz.records.library_cache import load as _load_cache
 from msviz.records.library_cache import save as _save_cache
-from msviz.records.many import run_names
+from msviz.records.many_runs import run_names
 from msviz.records.row import mean_run_secs, valid_run_secs
 from msviz.records.sidecar import SIDECAR_FILE
 

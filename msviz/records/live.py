@@ -22,6 +22,7 @@ from msviz.records import database as db_files
 from msviz.records import row as trial_row
 from msviz.records.row import ALL_COLUMNS
 from msviz.records.run import Run, tasks_frame
+from msviz.records.run_actions import READ_ONLY, RunActions
 from msviz.records.sidecar import SIDECAR_FILE
 
 __all__ = ["LiveRun"]
@@ -42,23 +43,21 @@ class LiveRun(Run):
         The session's task (workload name), for rows whose event does not name it.
     flop : float
         FLOPs of the session's workload (for GFLOPS), until a ``started`` event gives them.
+    actions : RunActions
+        What its checks and exports are handed to (the session's engine).
     """
 
-    def __init__(self, work_dir: str | Path, *, task: str = "main", flop: float = math.nan
-                 ) -> None:
+    def __init__(self, work_dir: str | Path, *, task: str = "main", flop: float = math.nan,
+                 actions: RunActions = READ_ONLY) -> None:
         self.work_dir = Path(work_dir)
+        self.actions = actions
         self._lock = threading.RLock()
         self._task, self._flop = task, float(flop)
         self._generation: int | None = None  # from "picked", for rows that do not carry it
         records = self.work_dir / db_files.RECORD_FILE
         if records.is_file() and records.stat().st_size > 0:
             base = Run(self.work_dir)  # the one read of what the work dir already holds
-            self._workloads, self._records = base._workloads, base._records
-            self._task_names, self._flops = dict(base._task_names), dict(base._flops)
-            self._weights = dict(base._weights)
-            self._task_ids, self._done = dict(base._task_ids), dict(base._done)
-            self.task_table, self.total_latency_us = base.task_table, base.total_latency_us
-            self._profile_rows = list(base._profile_rows)
+            self._adopt(base)
             frame = base.trials
         else:
             self._workloads, self._records = [], db_files.RecordColumns([], [], [], [], [])

@@ -1,13 +1,12 @@
-"""A run's model profile: the one recorded in its sidecar after tuning, or a fresh one.
+"""A run's model profile as a frame: the one recorded in its sidecar after tuning (read, never
+compiled), or the data of a fresh one.
 
 A Session that tunes a model profiles it in its end-to-end check (the same builds, in the same
 fresh processes) and appends a ``model_profile`` line to the sidecar
-(:func:`msviz.check.model_profile.combine_draws`'s data); ``Run.model_profile()`` reads the last
-such line, so opening a work dir never compiles. ``refresh=True`` (or a work dir with no such
-line) builds the model with the work dir's database and profiles it again, in ``draws`` fresh
-processes (the least of them kept, a task flagged only where every draw agrees:
-:mod:`msviz.check.model_profile`); the model is then the ``model=`` argument, else the
-catalogue model named by the sidecar's last ``environment`` line.
+(:func:`msviz.bench.model_profile.combine_draws`'s data); ``Run.model_profile()`` reads the last
+such line. Profiling anew builds and runs the model: that is the engine's measuring room's
+(:func:`msviz.engine.measure.bench.profile_run`), which turns its data into the same frame
+(:func:`model_profile_frame`, pure).
 """
 
 from __future__ import annotations
@@ -17,21 +16,23 @@ from typing import Any
 
 import pandas as pd
 
-from msviz import compat, models
-from msviz.check.model_profile import (
-    DEFAULT_DRAWS,
-    DEFAULT_THRESHOLD,
-    PROFILE_RUNS,
-    model_profile_frame,
-    profile_model,
-)
+from msviz import models
 from msviz.errors import MsvizError
 
-__all__ = ["DEFAULT_DRAWS", "DEFAULT_THRESHOLD", "MODEL_PROFILE_KIND", "PROFILE_RUNS", "last_entry",
-           "model_of_run", "model_profile_of", "recorded_model_profile", "run_model_profile"]
+__all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "MODEL_PROFILE_KIND", "OTHER_COLUMNS",
+           "flags", "last_entry", "model_of_run", "model_profile_frame", "recorded_model_profile",
+           "recorded_or_none"]
 
 #: The sidecar kind of a recorded model profile.
 MODEL_PROFILE_KIND = "model_profile"
+#: A task is flagged when its in-model time per call is over this many times its tuned latency
+#: in every draw.
+DEFAULT_THRESHOLD = 1.5
+#: The columns of a model profile frame, in order.
+MODEL_PROFILE_COLUMNS = ["task", "calls", "in_model_us", "in_model_max_us", "spread",
+                         "tuned_us", "ratio", "fallback", "flagged", "disputed"]
+#: The columns of the frame of calls that are no task's (``frame.attrs["other"]``).
+OTHER_COLUMNS = ["call", "calls", "us_per_run"]
 
 
 def last_entry(entries: Sequence[dict], kind: str) -> dict | None:
@@ -57,90 +58,88 @@ def model_of_run(work_dir: Any, entries: Sequence[dict], model: Any = None) -> A
                      "path, ...)")
 
 
-def model_profile_of(work_dir: Any, model: Any, tasks: Sequence[Any], target: Any, *,
-                     recorded: dict | None, threshold: float = DEFAULT_THRESHOLD,
-                     refresh: bool = False, runs: int = PROFILE_RUNS,
-                     draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
-    """The recorded profile (unless ``refresh``), else a fresh one of ``model`` built from the
-    work dir's database and timed in ``draws`` fresh processes, as a
-    :func:`~msviz.check.model_profile.model_profile_frame`."""
-    if recorded is not None and not refresh:
-        if recorded.get("error"):
-            raise MsvizError(f"the model profile recorded in {work_dir} failed: "
-                             f"{recorded['error']}; pass refresh=True to profile again")
-        return model_profile_frame(recorded, threshold)
-    return model_profile_frame(profile_model(model, tasks, work_dir, target, runs=runs,
-                                             draws=draws), threshold)
-
-
 def recorded_model_profile(run: Any) -> pd.DataFrame | None:
     """The model profile recorded in a run's sidecar as a frame; None when there is none, or
     when it failed (a view shows nothing rather than compile the model)."""
-    recorded = last_entry(getattr(run, "_sidecar_other", ()), MODEL_PROFILE_KIND)
+    recorded = last_entry(run.sidecar_entries, MODEL_PROFILE_KIND)
     if recorded is None or recorded.get("error"):
         return None
     return model_profile_frame(recorded)
 
 
-def run_model_profile(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRESHOLD,
-                      refresh: bool = False, runs: int = PROFILE_RUNS,
-                      draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
-    """A run's model profile: the one recorded after tuning, or a fresh one.
-
-    Parameters
-    ----------
-    run : msviz.Run
-        A work dir of a tuned model.
-    model : Model | str | ..., optional
-        The model (anything :func:`msviz.models.load` takes: a catalogue name such as
-        ``"mlp"``, an ``.onnx`` path, a :class:`msviz.models.Model`); needed to profile anew
-        unless the sidecar's ``environment`` line names a catalogue model.
-    threshold : float
-        ``flagged``: every draw's in-model time per call over ``threshold`` times the tuned
-        latency (``ratio > threshold``); ``disputed``: some draws' but not every one's.
-    refresh : bool
-        Build the model with the work dir's database and profile it now, even when a profile
-        is recorded (the new one is not written to the work dir).
-    runs : int
-        Model runs timed in each draw when profiling anew.
-    draws : int
-        Fresh processes the model is profiled in when profiling anew (a process's speed can
-        be ~1x or ~2x for its whole life on a shared machine; the least draw is kept).
-
-    Returns
-    -------
-    profile : pandas.DataFrame
-        One row per task in task order: ``task`` (string), ``calls`` (int64, per model run),
-        ``in_model_us`` (the least over the draws of the median time per call in the model),
-        ``in_model_max_us`` (the slowest draw's), ``spread`` (the one over the other),
-        ``tuned_us`` (the best record's mean run time), ``ratio`` (``in_model_us /
-        tuned_us``; float64, NaN where a time is missing), ``fallback`` (no successful record:
-        the model ran the untuned kernel), ``flagged`` and ``disputed`` (bool).
-        ``attrs["other"]`` sums the calls of no task (VM builtins, ...) per symbol;
-        ``attrs["draws"]`` the draws, ``attrs["runs"]`` the runs of each.
+def recorded_or_none(run: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame | None:
+    """The recorded model profile at ``threshold``; None when none is recorded.
 
     Raises
     ------
     MsvizError
-        No recorded profile and no model given or named; a PrimFunc's work dir; a work dir
-        holding none of the model's workloads; a recorded profile that failed.
+        The recorded profile failed (its error is named; ``refresh=True`` profiles again).
     """
-    entries = getattr(run, "_sidecar_other", ())  # a LiveRun reads no sidecar
-    recorded = last_entry(entries, MODEL_PROFILE_KIND)
-    if recorded is not None and not refresh:
-        return model_profile_of(run.work_dir, None, [], None, recorded=recorded,
-                                threshold=threshold)
-    model = model_of_run(run.work_dir, entries, model)
-    if len(run.trials) == 0:
-        raise MsvizError(f"{run.work_dir} holds no tuning record: there is no target to build "
-                         f"model {model.name!r} for")
-    target = run.trial(0).record.target or compat.make_target("llvm")
-    tasks = model.extract_tasks(target)
-    database = compat.JSONDatabase(work_dir=str(run.work_dir))
-    if not any(database.has_workload(t.workload.mod) for t in tasks):
-        raise MsvizError(f"{run.work_dir} holds no workload of model {model.name!r} (its tasks: "
-                         f"{', '.join(t.name for t in tasks)}; the work dir's: "
-                         f"{', '.join(run.tasks['task'])}): is it a PrimFunc's work dir, or "
-                         "another model's?")
-    return model_profile_of(run.work_dir, model, tasks, target, recorded=None,
-                            threshold=threshold, refresh=True, runs=runs, draws=draws)
+    recorded = last_entry(run.sidecar_entries, MODEL_PROFILE_KIND)
+    if recorded is None:
+        return None
+    if recorded.get("error"):
+        raise MsvizError(f"the model profile recorded in {run.work_dir} failed: "
+                         f"{recorded['error']}; pass refresh=True to profile again")
+    return model_profile_frame(recorded, threshold)
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def flags(in_model_us: pd.Series, in_model_max_us: pd.Series, tuned_us: pd.Series,
+          threshold: float) -> tuple[pd.Series, pd.Series]:
+    """``(flagged, disputed)``: the tasks whose every draw is over ``threshold`` times their
+    tuned latency (their least in-model time is), and those of which some draws are and some
+    are not (their slowest draw is, their least is not). NaN compares false: a task with no
+    tuned latency is neither."""
+    flagged = (in_model_us / tuned_us > threshold).astype("bool")
+    disputed = ((in_model_max_us / tuned_us > threshold) & ~flagged).astype("bool")
+    return flagged, disputed
+
+
+def model_profile_frame(data: dict, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
+    """A model profile (:func:`combine_draws`'s data) as a typed frame of
+    :data:`MODEL_PROFILE_COLUMNS`. Pure.
+
+    ``in_model_us`` is the least draw, ``in_model_max_us`` the slowest, ``spread`` the one over
+    the other (NaN where the least is 0); ``ratio`` is ``in_model_us / tuned_us``; ``flagged``
+    and ``disputed`` are :func:`flags` at ``threshold``. ``attrs`` holds ``other`` (a frame of
+    :data:`OTHER_COLUMNS`), ``threshold``, ``hook_us``, ``runs``, ``draws`` and
+    ``slow_draws``. A profile
+    recorded before draws (no ``in_model_draws_us``) reads as one draw."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
+            threshold > 0):
+        raise ValueError(f"threshold must be a number > 0 (in-model / tuned time), "
+                         f"got {threshold!r}")
+    rows = data.get("rows") or []
+    least = [_number(r.get("in_model_us")) for r in rows]
+    most = []
+    for r, low in zip(rows, least):
+        seen = [float(x) for x in r.get("in_model_draws_us") or () if x is not None]
+        most.append(max(seen) if seen else low)
+    frame = pd.DataFrame({
+        "task": pd.Series([r["task"] for r in rows], dtype="string"),
+        "calls": pd.Series([r["calls"] for r in rows], dtype="int64"),
+        "in_model_us": pd.Series(least, dtype="float64"),
+        "in_model_max_us": pd.Series(most, dtype="float64"),
+        "tuned_us": pd.Series([r.get("tuned_us") for r in rows], dtype="float64"),
+        "ratio": pd.Series([r.get("ratio") for r in rows], dtype="float64"),
+        "fallback": pd.Series([bool(r.get("fallback")) for r in rows], dtype="bool"),
+    })
+    # NaN where the least is 0 (a call no slower than the hook, once its cost is taken off)
+    frame["spread"] = (frame["in_model_max_us"] / frame["in_model_us"]).where(
+        frame["in_model_us"] > 0)
+    frame["flagged"], frame["disputed"] = flags(frame["in_model_us"], frame["in_model_max_us"],
+                                                frame["tuned_us"], threshold)
+    frame = frame[MODEL_PROFILE_COLUMNS]
+    draws = data.get("draws")
+    if draws is None:  # a frame of the draws the rows hold (an event's data may drop it)
+        draws = max((len(r.get("in_model_draws_us") or ()) for r in rows), default=0) or 1
+    frame.attrs.update(
+        other=pd.DataFrame(data.get("other") or [], columns=OTHER_COLUMNS).astype(
+            {"call": "string", "calls": "float64", "us_per_run": "float64"}),
+        threshold=float(threshold), hook_us=data.get("hook_us"), runs=data.get("runs"),
+        draws=int(draws), slow_draws=list(data.get("slow_draws") or []))
+    return frame

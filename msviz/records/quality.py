@@ -101,7 +101,7 @@ def recorded_untuned(other: Iterable[Mapping[str, Any]]) -> dict[str, float | No
 def run_untuned(run: Any) -> dict[str, float | None]:
     """The untuned times a work dir's sidecar recorded (``Run``'s; {} for a stock work dir or a
     live run)."""
-    return recorded_untuned(getattr(run, "_sidecar_other", None) or [])
+    return recorded_untuned(getattr(run, "sidecar_entries", None) or [])
 
 
 def _stamp(text: str) -> datetime | None:
@@ -215,7 +215,7 @@ def run_batches(run: Any) -> tuple[list[QualityBatch], str]:
     an msviz run, ``"logs"`` of a stock one, ``"none"``)."""
     trials = run.trials
     if "timestamp" in trials.columns and trials["timestamp"].notna().any():
-        other = getattr(run, "_sidecar_other", None) or []
+        other = getattr(run, "sidecar_entries", None) or []
         stamps = [e.get("timestamp") for e in other if e.get("timestamp")]
         return sidecar_batches(trials, min(stamps) if stamps else None), "sidecar"
     log = scheduler_log_of(run.work_dir)
@@ -229,7 +229,7 @@ def run_started(run: Any) -> pd.Timestamp | None:
     """When a work dir's run started: an msviz session's first sidecar stamp (its environment
     line, written as it starts; tz-aware), else the first stamp of a stock run's task-scheduler
     log (naive, as its logs and ``Run.trials["logged_at"]`` are); None if neither is known."""
-    other = getattr(run, "_sidecar_other", None) or []
+    other = getattr(run, "sidecar_entries", None) or []
     stamps = [e.get("timestamp") for e in other if e.get("timestamp")]
     if stamps:
         return pd.to_datetime(min(stamps), utc=True, format="ISO8601")

@@ -8,135 +8,32 @@ import gc
 import math
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from msviz import compat, hooks
-from msviz.check.schedule import check_schedule
+from msviz import compat
 from msviz.errors import MsvizWarning, WorkDirError
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
-from msviz.records import export as trial_export
 from msviz.records import impossible, log_ties, open_cache
 from msviz.records import logs as log_files
 from msviz.records import row as trial_row
 from msviz.records.coverage_types import Coverage, last_coverage
 from msviz.records.environment import environments
-from msviz.records.migrated import migrate_on_read
-from msviz.records.model_profile import run_model_profile
+from msviz.records.migrate_on_read import migrate_on_read
+from msviz.records.model_profile import DEFAULT_THRESHOLD, recorded_or_none
 from msviz.records.profile import batches_from_logs, profile_frame
 from msviz.records.row import TRIAL_COLUMNS, UNSCHEDULED_ERROR
+from msviz.records.run_actions import READ_ONLY, RunActions
 from msviz.records.sidecar import Sidecar, read_sidecar
 from msviz.records.tasks import TASK_COLUMNS, tasks_frame
+from msviz.records.trial import Trial
 from msviz.workloads import flop_count
 
 __all__ = ["LOG_TASK_COLUMNS", "TASK_COLUMNS", "TRIAL_COLUMNS", "UNSCHEDULED_ERROR", "Run",
            "Trial", "check_work_dir", "open_work_dir", "tasks_frame"]
-
-@dataclass
-class Trial:
-    """One measured candidate of a run: its numbers now, its trace and IRModule on demand.
-
-    Parameters
-    ----------
-    run : Run
-        The run this trial belongs to.
-    index : int
-        Its row in ``run.trials`` (0-based file order).
-    """
-
-    run: Run = field(repr=False)
-    index: int
-
-    @property
-    def _row(self) -> pd.Series:
-        return self.run.trials.iloc[self.index]
-
-    @property
-    def task(self) -> str:
-        return str(self._row["task"])
-
-    @property
-    def status(self) -> str:
-        return str(self._row["status"])
-
-    @property
-    def latency_us(self) -> float:
-        return float(self._row["latency_us"])
-
-    @property
-    def gflops(self) -> float:
-        return float(self._row["gflops"])
-
-    @property
-    def run_secs(self) -> tuple[float, ...] | None:
-        return self._row["run_secs"]
-
-    @property
-    def error(self) -> str | None:
-        return self._row["error"]
-
-    @functools.cached_property
-    def record(self) -> Any:
-        """The stock ``TuningRecord`` (trace, workload, run_secs, target, args_info)."""
-        return self.run._tuning_record(self.index)
-
-    @property
-    def trace(self) -> Any:
-        """The full trace (postproc instructions included), as MetaSchedule stored it."""
-        return self.record.trace
-
-    @functools.cached_property
-    def schedule(self) -> Any:
-        """The schedule replayed from the trace, as ``Database.query_schedule`` does."""
-        sch = compat.Schedule(self.record.workload.mod, debug_mask=0, error_render_level="detail")
-        compat.register_intrins_for(self.trace)
-        self.trace.apply_to_schedule(sch, remove_postproc=False)
-        return sch
-
-    @property
-    def mod(self) -> Any:
-        """The IRModule after applying the trace."""
-        return self.schedule.mod
-
-    def why_not(self, **want: Any) -> Any:
-        """``msviz.why_not(trial, **want)``: force a transformation from this trial's trace."""
-        return hooks.why_not(self, **want)
-
-    def check(self, inputs: Any = None, rtol: float | None = None, atol: float | None = None,
-              *, seed: int = 0) -> Any:
-        """Build this trial's schedule and the untuned workload, run both, compare outputs.
-
-        Works on any work dir (stock ``tune_tir`` ones too): the schedule is replayed from the
-        stored trace, the reference is the stored workload built by TVM for the record's
-        target (see :mod:`msviz.check.schedule`).
-
-        Parameters
-        ----------
-        inputs : list or dict, optional
-            Arrays for the arguments in order, or by argument name (seeded random otherwise).
-        rtol, atol : float, optional
-            Float tolerance (defaults by dtype); integers must be equal.
-        seed : int
-            Seed of the random inputs.
-
-        Returns
-        -------
-        result : msviz.check.CheckResult
-            ``ok``, ``max_abs_diff``, ``detail`` (and ``outcome``: ok, wrong or error).
-        """
-        record = self.record
-        target = record.target if record.target is not None else compat.make_target("llvm")
-        return check_schedule(self.mod, record.workload.mod, target, inputs=inputs, rtol=rtol,
-                              atol=atol, seed=seed)
-
-    def __repr__(self) -> str:
-        return (f"Trial(index={self.index}, task={self.task!r}, status={self.status!r}, "
-                f"latency_us={self.latency_us:.3f})")
-
 
 @contextlib.contextmanager
 def _no_cycle_collection() -> Iterator[None]:
@@ -174,7 +71,7 @@ class Run:
         ``slow_draws`` (the draws in the machine's slow mode).
     migration : Migration or None
         How records written by a TVM before the ``s_tir`` rename were migrated on read
-        (:mod:`msviz.records.migrated`); None when nothing needed it.
+        (:mod:`msviz.records.migrate_on_read`); None when nothing needed it.
     environment : dict or None
         Where an msviz session tuned this run (versions, CPU, target, seed, preset, knobs,
         rules; see :mod:`msviz.records.environment`): its last ``environment`` sidecar line,
@@ -183,9 +80,13 @@ class Run:
 
     environment: dict | None = None
     migration: Any = None  # a LiveRun's session writes with the pinned TVM
+    #: The sidecar's lines other than trial rows (environment, end-to-end checks, profiles...).
+    sidecar_entries: list = []  # noqa: RUF012 (read only; a LiveRun reads no sidecar)
 
-    def __init__(self, work_dir: str | Path, *, migrate_workloads: Any = None) -> None:
+    def __init__(self, work_dir: str | Path, *, migrate_workloads: Any = None,
+                 actions: RunActions = READ_ONLY) -> None:
         self.work_dir = Path(work_dir)
+        self.actions = actions
         self._check_layout()
         with _no_cycle_collection():
             self._workloads = db_files.read_workloads(self.work_dir / db_files.WORKLOAD_FILE)
@@ -207,9 +108,18 @@ class Run:
             self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
             self.environment = (environments(sidecar) or [None])[-1]
             self._profile_rows = [e for e in sidecar.other if e.get("kind") == "profile"]
-            self._sidecar_other = sidecar.other
+            self.sidecar_entries = sidecar.other
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
+
+    def _adopt(self, base: Run) -> None:
+        """Take what ``base`` read of the work dir (a LiveRun starts from one read)."""
+        self._workloads, self._records = base._workloads, base._records
+        self._task_names, self._flops = dict(base._task_names), dict(base._flops)
+        self._weights = dict(base._weights)
+        self._task_ids, self._done = dict(base._task_ids), dict(base._done)
+        self.task_table, self.total_latency_us = base.task_table, base.total_latency_us
+        self._profile_rows = list(base._profile_rows)
 
     def _read(self, migrate_workloads: Any) -> None:
         """Read the records and logs (migrated on read where they are old)."""
@@ -254,7 +164,7 @@ class Run:
     def coverage(self) -> Coverage | None:
         """A tuning library's coverage: ``msviz.open(path, library=...)``'s, else the last
         ``library_coverage`` sidecar line (None without; a LiveRun reads none)."""
-        other = getattr(self, "_sidecar_other", ())
+        other = self.sidecar_entries
         return getattr(self, "library_coverage", None) or last_coverage(other, str(self.work_dir))
 
     migrated = property(lambda self: self.migration is not None and self.migration.migrated > 0,
@@ -269,12 +179,17 @@ class Run:
             return profile_frame(self._profile_rows)
         return batches_from_logs(self.trials)
 
-    def model_profile(self, model: Any = None, **options: Any) -> pd.DataFrame:
+    def model_profile(self, model: Any = None, *, refresh: bool = False,
+                      threshold: float = DEFAULT_THRESHOLD, **options: Any) -> pd.DataFrame:
         """A tuned model's time per task inside the model against its tuned latency, ``flagged``
-        where in-model / tuned > ``threshold``: the profile recorded after tuning, or (with
-        ``refresh=True``, or none recorded) a fresh one. See
-        :func:`msviz.records.model_profile.run_model_profile` for ``model`` and ``options``."""
-        return run_model_profile(self, model, **options)
+        where in-model / tuned > ``threshold``: the profile recorded after tuning (read, never
+        compiled), or (with ``refresh=True``, or none recorded) a fresh one built and timed in
+        the engine's measuring room. See :func:`msviz.engine.measure.bench.profile_run` for
+        ``model`` and ``options`` (``runs``, ``draws``) and the frame's columns."""
+        recorded = None if refresh else recorded_or_none(self, threshold)
+        if recorded is not None:
+            return recorded
+        return self.actions.profile(self, model, threshold=threshold, **options)
 
     def _check_layout(self) -> None:
         check_work_dir(self.work_dir)
@@ -478,22 +393,22 @@ class Run:
     def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the trials (typed, task columns joined) as Parquet; needs ``msviz[parquet]``.
         An existing file is replaced only with ``overwrite=True``, a link, FIFO, device or
-        folder never. See :mod:`msviz.records.export`."""
-        return trial_export.to_parquet(self, path, overwrite=overwrite)
+        folder never. See :mod:`msviz.archive.export`."""
+        return self.actions.export(self, path, fmt="parquet", overwrite=overwrite)
 
     def to_csv(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the trials as CSV (lists as JSON text); ``overwrite`` as :meth:`to_parquet`."""
-        return trial_export.to_csv(self, path, overwrite=overwrite)
+        return self.actions.export(self, path, fmt="csv", overwrite=overwrite)
 
     def export(self, path: str | Path | None = None, *, overwrite: bool = False) -> Path:
         """Write the trials as Parquet or CSV by ``path``'s suffix (default
         ``WORK_DIR/trials.parquet``; CSV without pyarrow); ``overwrite`` as :meth:`to_parquet`."""
-        return trial_export.export(self, path, overwrite=overwrite)
+        return self.actions.export(self, path, fmt=None, overwrite=overwrite)
 
-    def dashboard(self) -> Any:
-        """A notebook dashboard of this run (trials table, plots, trace and code views); the same
-        as ``msviz.dashboard(run)``."""
-        return hooks.dashboard(self)
+    @property
+    def record_targets(self) -> list[str]:
+        """Each record's target as the JSON text the database holds (file order)."""
+        return list(self._records.target)
 
     def __len__(self) -> int:
         return len(self.trials)
@@ -532,7 +447,7 @@ def check_work_dir(work_dir: str | Path) -> None:
         )
 
 
-def open_work_dir(work_dir: str | Path) -> Run:
+def open_work_dir(work_dir: str | Path, *, actions: RunActions = READ_ONLY) -> Run:
     """Open a MetaSchedule work dir without re-tuning.
 
     Parameters
@@ -540,11 +455,14 @@ def open_work_dir(work_dir: str | Path) -> Run:
     work_dir : str | Path
         A directory written by ``tune_tir``/``tune_tasks`` or by msviz, or a bundle of one
         (``msviz bundle``'s zip: see :mod:`msviz.records.bundle`).
+    actions : RunActions
+        What its check, fresh model profile and exports are handed to
+        (:mod:`msviz.records.run_actions`; ``msviz.open`` gives the engine's).
 
     Returns
     -------
     run : Run
     """
     if bundle_files.is_bundle(work_dir):
-        return bundle_files.open_bundle(work_dir, Run)
-    return Run(work_dir)
+        return bundle_files.open_bundle(work_dir, functools.partial(Run, actions=actions))
+    return Run(work_dir, actions=actions)

@@ -65,7 +65,7 @@ def quarantine_entries(items: Any) -> list[dict]:
 
 def quarantine_of(run: Any) -> list[dict]:
     """The quarantine entries of a :class:`msviz.Run` (the sidecar it read) or a work dir."""
-    other = getattr(run, "_sidecar_other", None)
+    other = getattr(run, "sidecar_entries", None)
     if other is None:
         other = read_sidecar(getattr(run, "work_dir", run)).other
     return quarantine_entries(other)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from msviz.errors import MsvizWarning
-from msviz.records.many import run_names
+from msviz.records.many_runs import run_names
 from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure, quiet_empty
 from msviz.views.tasks import model_latency_info

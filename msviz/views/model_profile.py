@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from msviz.check.model_profile import DEFAULT_THRESHOLD, flags, model_profile_frame
+from msviz.records.model_profile import DEFAULT_THRESHOLD, flags, model_profile_frame
 from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure
 
@@ -66,7 +66,7 @@ def _number(value: Any) -> float | None:
 def model_profile_info(profile: pd.DataFrame | Mapping, *,
                        threshold: float | None = None) -> ModelProfileInfo:
     """The info of a model profile frame, or of a ``model_profile`` event's data (flagged at
-    ``threshold``, default :data:`~msviz.check.model_profile.DEFAULT_THRESHOLD`)."""
+    ``threshold``, default :data:`~msviz.bench.model_profile.DEFAULT_THRESHOLD`)."""
     if isinstance(profile, Mapping):
         profile = model_profile_frame(dict(profile), threshold or DEFAULT_THRESHOLD)
     elif threshold is not None:

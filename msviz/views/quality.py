@@ -153,7 +153,7 @@ def run_quality_info(run: Any, *, name: str | None = None,
     printed last (every task, tuned or not), else of ``Run.tasks``.
     """
     name = name if name is not None else run.work_dir.name
-    other = getattr(run, "_sidecar_other", None) or []
+    other = getattr(run, "sidecar_entries", None) or []
     weights = Q.weights_of(run)
     untuned = {**dict(untuned_us or {}), **{k: v for k, v in Q.recorded_untuned(other).items()
                                             if v is not None}}
@@ -177,7 +177,7 @@ def borrow_untuned(runs: Sequence[Any]) -> list[dict[str, float]]:
     by_key: dict[str, float] = {}
     by_name: dict[str, float] = {}
     for run in runs:
-        mine = Q.recorded_untuned(getattr(run, "_sidecar_other", None) or [])
+        mine = Q.recorded_untuned(getattr(run, "sidecar_entries", None) or [])
         for name, value in mine.items():
             if value is not None:
                 by_name.setdefault(name, float(value))

@@ -8,9 +8,9 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.analysis.why_not import why_not
 from msviz.space_generator import design_spaces_and_warnings
 from msviz.views.design_spaces import DesignSpaceInfo, design_space_info, space_changes
+from msviz.whynot.answer import why_not
 from msviz.widgets.common import ErrorArea, code_html
 from msviz.widgets.trace_view import measured_text
 from msviz.widgets.why_not_view import WhyNotView

@@ -1,5 +1,5 @@
 """The "Why not?" panel: ask for a transformation MetaSchedule did not produce, see what blocks
-it (a renderer of :class:`~msviz.analysis.why_not.WhyNot`), and measure the forced schedule."""
+it (a renderer of :class:`~msviz.whynot.answer.WhyNot`), and measure the forced schedule."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.analysis.why_not import WANTS, WhyNot, measure
+from msviz.engine.measure.bench import measure_forced as measure
+from msviz.whynot.answer import WANTS, WhyNot
 from msviz.widgets.common import ErrorArea, code_html
 
 __all__ = ["WhyNotView", "parse_want", "why_not_html"]
@@ -108,7 +109,7 @@ def why_not_html(info: WhyNot | None) -> str:
 
 
 def measured_html(result: dict) -> str:
-    """One line on a local :func:`~msviz.analysis.why_not.measure`."""
+    """One line on a local :func:`~msviz.whynot.answer.measure`."""
     if result.get("error"):
         return html.escape(f"failed: {result['error']}")
     check = {"ok": "result checked: right", "wrong": "WRONG result",

@@ -20,7 +20,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 CELLS = [
     "import msviz\n"
-    "from msviz.fleet import LocalFleet\n"
+    "from msviz.engine.measure.loopback import LocalFleet\n"
     "fleet = LocalFleet(servers=2, key='lab-fleet').start()\n"
     "session = msviz.Session('GMM-0', work_dir='wd', runner=fleet.runner(), max_trials=8,\n"
     "                        trials_per_batch=4, population_size=16, init_min_unmeasured=8,\n"

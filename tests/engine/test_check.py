@@ -18,7 +18,7 @@ import pytest
 
 import msviz
 from msviz import compat, workloads
-from msviz.check.schedule import (
+from msviz.bench.schedule import (
     CheckResult,
     compare,
     default_tolerance,
@@ -313,7 +313,7 @@ def test_trial_check_on_a_stock_work_dir(tmp_path: Path) -> None:
     (10.0, (1, 1)),    # an untuned BERT on 2 cores: one run, never none
 ])
 def test_end_to_end_timing_fits_its_budget(first_s: float, expected: tuple[int, int]) -> None:
-    from msviz.check.model import timing_runs
+    from msviz.bench.model import timing_runs
 
     assert timing_runs(first_s, 10, 3, budget_s=5.0) == expected
 
@@ -321,7 +321,7 @@ def test_end_to_end_timing_fits_its_budget(first_s: float, expected: tuple[int, 
 def test_model_outputs_match_relative_to_their_scale() -> None:
     """ResNet-50-like logits (thousands): another summation order is a match, a kernel wrong by
     a hundredth of the scale is not; small outputs keep the absolute tolerance."""
-    from msviz.check.model import outputs_match
+    from msviz.bench.model import outputs_match
 
     ref = np.linspace(-7000.0, 7000.0, 1001, dtype="float32")
     close = ref + np.float32(0.0117)  # 1.7e-6 of the scale: what ResNet-50's tuned build gave
@@ -340,7 +340,7 @@ def test_model_outputs_match_relative_to_their_scale() -> None:
 
 def test_end_to_end_times_are_the_least_draw() -> None:
     """Three draws of a machine whose second process ran in its slow mode (~2x)."""
-    from msviz.check.model import end_to_end_times
+    from msviz.bench.model import end_to_end_times
 
     draws = [{"untuned_us": 100.0, "tuned_us": 20.0}, {"untuned_us": 190.0, "tuned_us": 41.0},
              {"untuned_us": 104.0, "tuned_us": 25.0}]
@@ -359,7 +359,7 @@ def test_end_to_end_times_are_the_least_draw() -> None:
 def test_end_to_end_view_shows_the_least_and_the_spread() -> None:
     """The Tasks tab's and the report's end-to-end line, from a check of three draws and
     from one recorded before there were draws."""
-    from msviz.check.model import end_to_end_times
+    from msviz.bench.model import end_to_end_times
     from msviz.views.tasks import EndToEndInfo, end_to_end_html, end_to_end_info
 
     data = {"match": True, "max_abs_diff": 0.0, "fallback": [], "error": None,
@@ -384,7 +384,8 @@ def test_combine_draws_keeps_the_least_and_every_draw() -> None:
     """Two draws' call timings (the second process slower), matched to four tasks: a
     deduplicated symbol (``relu1``) is relu's, the no-op builtin measures the hook only, other
     calls keep their least time per run."""
-    from msviz.check.model_profile import combine_draws, model_profile_frame
+    from msviz.bench.model_profile import combine_draws
+    from msviz.records.model_profile import model_profile_frame
 
     fast = {"runs": 2, "hook_us": 0.25, "times": {
         "mm": [12.0, 12.0], "dense": [6.0, 5.0, 7.0, 6.0], "relu1": [4.0, 4.0],
@@ -427,8 +428,8 @@ def test_draws_run_in_fresh_processes(tmp_path: Path) -> None:
     MetaSchedule's extraction weighs it."""
     import os
 
-    from msviz.check.draws import DrawError, run_draws
-    from msviz.check.model_profile import match_call
+    from msviz.bench.draws import DrawError, run_draws
+    from msviz.bench.model_profile import match_call
     from msviz.models import load
 
     model, target = load("mlp"), compat.make_target("llvm")
@@ -460,7 +461,7 @@ def test_draws_run_in_fresh_processes(tmp_path: Path) -> None:
 def test_a_profile_draw_in_the_slow_mode_is_named() -> None:
     """Per draw, the kernels' time per model run (median call x calls): over 1.25x the
     fastest draw's is the machine's slow mode."""
-    from msviz.check.model_profile import slow_draws
+    from msviz.bench.model_profile import slow_draws
 
     per_draw = [{"a": 10.0, "b": 2.0}, {"a": 14.0, "b": 3.0}, {"a": 10.5, "b": 2.0}]
     calls = {"a": 1, "b": 3}  # totals 16, 23, 16.5: 23 > 1.25 x 16 = 20

@@ -25,7 +25,7 @@ OPTIONS: dict[str, Any] = {**TINY, "trials_per_batch": 2, "task_scheduler": "gra
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The catalogue MLP (4 tasks, one of weight 2) stepped by batch, steered, then run out;
     checked end to end in two draws (fresh processes) rather than the default three."""
-    from msviz.check import draws
+    from msviz.bench import draws
 
     work_dir = tmp_path_factory.mktemp("mlp") / "wd"
     session = Session("mlp", work_dir=work_dir, max_trials=10, **OPTIONS)

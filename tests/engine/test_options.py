@@ -1,4 +1,4 @@
-"""Bad Session arguments fail in the constructor, naming the argument (msviz/engine/options.py)."""
+"""Bad Session arguments fail in the constructor, naming the argument (msviz/engine/arguments.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import msviz
-from msviz.engine import options
+from msviz.engine import arguments as options
 
 
 def test_work_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:

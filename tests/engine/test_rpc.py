@@ -1,4 +1,4 @@
-"""Measuring through a real TVM RPC tracker and loopback servers (msviz.fleet)."""
+"""Measuring through a real TVM RPC tracker and loopback servers (msviz.engine.measure.loopback)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import msviz
 from msviz import compat
 from msviz.engine.measure import rpc as rpc_mod
 from msviz.engine.measure import tracker
+from msviz.engine.measure.loopback import LocalFleet, free_port
 from msviz.engine.measure.rpc import NoDevicesError, RPCSpec, parse_rpc, rpc
 from msviz.errors import MsvizWarning
-from msviz.fleet import LocalFleet, free_port
 from msviz.records import database as db_files
 
 

@@ -77,7 +77,7 @@ def test_unknown_program_is_refused() -> None:
 
 
 def test_tasks_match_by_form_and_nearest_extents() -> None:
-    from msviz.engine.options import tasks_of
+    from msviz.engine.arguments import tasks_of
 
     _, small = tasks_of(msviz.models.build("transformer-block", input_shape=(16, 32)), "llvm")
     _, large = tasks_of(msviz.models.build("transformer-block", input_shape=(64, 32)), "llvm")

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from msviz.engine import Session
+from msviz.engine.arguments import DEFAULT_MAX_TRIALS, TIME_ONLY_MAX_TRIALS
 from msviz.engine.config import SessionConfig
-from msviz.engine.options import DEFAULT_MAX_TRIALS, TIME_ONLY_MAX_TRIALS
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
 from msviz.engine.task_scheduler.task_loop import TaskLoop
 from msviz.models import ModelTask

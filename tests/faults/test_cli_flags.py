@@ -11,7 +11,7 @@ import pytest
 
 import msviz
 from msviz.cli import main
-from msviz.fleet import free_port
+from msviz.engine.measure.loopback import free_port
 
 
 @pytest.mark.parametrize(("argv", "said"), [

@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 import msviz
+from msviz.archive.bundle import write_bundle
 from msviz.cli import main
 from msviz.engine.measure.measurer import Measurer
 from msviz.errors import BundleError, WorkDirError, WriteError
@@ -115,7 +116,7 @@ def test_written_files_have_the_usual_mode(tuned: tuple[Path, Path], tmp_path: P
         files = [run.to_csv(tmp_path / "t.csv"), run.to_parquet(tmp_path / "t.parquet"),
                  run.export(tmp_path / "e.csv"),
                  write_report(run, tmp_path / "r.html"),
-                 bundle_module.write_bundle(work_dir, tmp_path / "b.zip")]
+                 write_bundle(work_dir, tmp_path / "b.zip")]
         merged = msviz.merge([work_dir], tmp_path / "merged").work_dir
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 import msviz
+from msviz.archive.bundle import write_bundle
 from msviz.cli import main
 from msviz.errors import BundleError, WorkDirError
-from msviz.records.bundle import extract_bundle, read_manifest, write_bundle
+from msviz.records.bundle import extract_bundle, read_manifest
 
 
 @pytest.fixture

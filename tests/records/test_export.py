@@ -12,10 +12,10 @@ import pytest
 import tvm
 
 import msviz
+from msviz.archive import export as export_module
 from msviz.cli import main
 from msviz.errors import MissingExtraError, MsvizWarning, WriteError
-from msviz.records import export as export_module
-from msviz.records.export import export_frame
+from msviz.records.typed_trials import export_frame
 
 #: The exported columns and their dtypes, written out by hand.
 EXPORT_DTYPES = {

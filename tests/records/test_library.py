@@ -24,10 +24,11 @@ import tvm_ffi
 from tvm.relax.frontend import nn
 
 from msviz import compat, models
+from msviz.archive.bundle import write_bundle
 from msviz.engine.measure.builder import build_artifact
 from msviz.errors import MsvizWarning
 from msviz.records import library as library_module
-from msviz.records.bundle import MANIFEST_FILE, write_bundle
+from msviz.records.bundle import MANIFEST_FILE
 from msviz.records.database import RECORD_FILE, WORKLOAD_FILE, RecordLine
 from msviz.records.library import Library, LibraryEntry, workload_keys
 from msviz.records.row import mean_run_secs, valid_run_secs

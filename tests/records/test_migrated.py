@@ -15,10 +15,10 @@ import pytest
 
 import msviz
 from msviz import compat, workloads
+from msviz.archive.migrate import migrate_work_dir
 from msviz.cli import main as cli_main
 from msviz.errors import MsvizWarning, WorkDirError
 from msviz.records.database import RECORD_FILE, WORKLOAD_FILE
-from msviz.records.migrate import migrate_work_dir
 from msviz.trace.spaces import trial_decisions
 
 OLD = Path(__file__).parent / "data" / "gmm_tvm016"

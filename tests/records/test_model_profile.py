@@ -17,7 +17,8 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.check.model_profile import MODEL_PROFILE_COLUMNS, match_call
+from msviz.bench.model_profile import match_call
+from msviz.records.model_profile import MODEL_PROFILE_COLUMNS
 from msviz.engine import SessionStateError
 from msviz.errors import MsvizError
 from msviz.models import load
@@ -35,7 +36,7 @@ DRAWS = 2
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The catalogue MLP, two trials per task, checked end to end (and so profiled) in
     :data:`DRAWS` fresh processes."""
-    from msviz.check import draws
+    from msviz.bench import draws
     from msviz.engine import Session
 
     session = Session("mlp", work_dir=tmp_path_factory.mktemp("mprofile") / "wd", max_trials=8,

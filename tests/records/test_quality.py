@@ -98,12 +98,12 @@ def test_a_runs_start(tmp_path: Path, stock_model_work_dir: Path) -> None:
     (tmp_path / "logs" / "tvm.s_tir.meta_schedule.logging.task_scheduler.log").write_text(
         "\n" + LOG)
     # the two attributes of a Run that run_started reads
-    stock = SimpleNamespace(work_dir=tmp_path, _sidecar_other=None)
+    stock = SimpleNamespace(work_dir=tmp_path, sidecar_entries=None)
     assert run_started(stock) == pd.Timestamp("2026-11-25 10:00:00")
-    mine = SimpleNamespace(work_dir=tmp_path, _sidecar_other=[
+    mine = SimpleNamespace(work_dir=tmp_path, sidecar_entries=[
         {"kind": "x", "timestamp": "2026-11-25T10:00:03.5+00:00"},
         {"kind": "environment", "timestamp": "2026-11-25T10:00:01.25+00:00"}])
     assert run_started(mine) == pd.Timestamp("2026-11-25 10:00:01.25", tz="UTC")
-    assert run_started(SimpleNamespace(work_dir=tmp_path / "none", _sidecar_other=None)) is None
+    assert run_started(SimpleNamespace(work_dir=tmp_path / "none", sidecar_entries=None)) is None
     first = scheduler_log_of(stock_model_work_dir).read_text().splitlines()[0][:19]
     assert run_started(msviz.open(stock_model_work_dir)) == pd.Timestamp(first)

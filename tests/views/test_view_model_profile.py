@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from msviz.check.model_profile import MODEL_PROFILE_COLUMNS, model_profile_frame
+from msviz.records.model_profile import MODEL_PROFILE_COLUMNS, model_profile_frame
 from msviz.views.model_profile import (
     DISPUTED_COLOR,
     FLAGGED_COLOR,

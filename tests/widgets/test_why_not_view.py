@@ -10,7 +10,7 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.analysis.why_not import WhyNot
+from msviz.whynot.answer import WhyNot
 from msviz.widgets import Dashboard
 from msviz.widgets.design_space_view import DesignSpaceView
 from msviz.widgets.why_not_view import WhyNotView, parse_want

@@ -2,7 +2,7 @@
 wait for RPC devices, and the live trials table fed by the session's events."""
 
 from msviz.engine.control.devices import await_devices
-from msviz.engine.control.live import LiveTrials
+from msviz.engine.control.live_trials import LiveTrials
 from msviz.engine.control.state import (
     ENDED,
     STATES,

@@ -1,7 +1,7 @@
 """A session's result checks: each batch's candidates against the untuned workload's outputs.
 
 After a batch's timings (never while the runner times) and before the build artifacts are
-removed; the reference run and the comparison are :mod:`msviz.check.schedule`'s. A wrong
+removed; the reference run and the comparison are :mod:`msviz.bench.schedule`'s. A wrong
 candidate becomes a ``wrong_result`` failure (``run_secs=[1e10]`` in the stock database).
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from msviz import compat
-from msviz.check.schedule import CheckResult, Reference, last_line, validate_mode
+from msviz.bench.schedule import CheckResult, Reference, last_line, validate_mode
 from msviz.engine.measure.results import MeasureResult
 
 __all__ = ["ResultChecker"]

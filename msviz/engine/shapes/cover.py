@@ -38,13 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
+from msviz.archive.merge import merge
+from msviz.engine.arguments import tasks_of
 from msviz.engine.measure.measurer import Measurer
-from msviz.engine.options import tasks_of
 from msviz.engine.session import Session
 from msviz.engine.shapes import cross
 from msviz.engine.shapes.family import ShapeFamily
 from msviz.errors import MsvizError
-from msviz.records.merge import merge
 from msviz.records.run import Run
 from msviz.records.shape_cover import (
     COVER_FILE,

@@ -171,7 +171,7 @@ def _model_family(name: str, sizes: list, weights: list[float]) -> ShapeFamily:
 def _workload_family(name: str, dim: Any, sizes: list, weights: list[float]) -> ShapeFamily:
     base = workloads.get(name)  # checks the name; the index picks the other sizes
     key = base.name.split("-")[0]
-    func, table = workloads._configs()[key]
+    func, table = workloads.configs()[key]
     index = int(base.name.split("-")[1])
     params = list(table[index])
     names = [p for p in inspect.signature(func).parameters][:len(params)]

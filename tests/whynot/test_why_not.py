@@ -10,9 +10,10 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.analysis.why_not import measure, why_not
+from msviz.engine.measure.bench import measure_forced as measure
 from msviz.errors import DecisionError
 from msviz.space_generator import RuleSet
+from msviz.whynot.answer import why_not
 
 VNNI = "dot_16x4_vnni"
 needs_vnni = pytest.mark.skipif(
@@ -78,7 +79,7 @@ def test_tensorize_packed_int8_dense_is_possible_on_a_vnni_cpu_only() -> None:
 
 @needs_vnni
 def test_tensorize_packed_int8_dense_builds_and_computes_numpys_result() -> None:
-    from msviz.int8_workloads import pack_weight
+    from msviz.workloads.int8 import pack_weight
 
     got = why_not("I8DP-0", tensorize=VNNI)
     assert (got.possible, got.blocked_by, got.differences) == (True, "", ())

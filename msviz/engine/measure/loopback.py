@@ -9,7 +9,7 @@ watches its parent). ``atexit`` stops them too.
 
 Example
 -------
->>> fleet = msviz.fleet.LocalFleet(servers=2).start()      # doctest: +SKIP
+>>> fleet = msviz.engine.measure.loopback.LocalFleet(servers=2).start()      # doctest: +SKIP
 >>> session = msviz.Session("GMM-0", runner=fleet.runner()) # doctest: +SKIP
 >>> fleet.kill_server(0); fleet.stop()                      # doctest: +SKIP
 """

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from msviz import compat
-from msviz.analysis.intrin_match import index_vars
 from msviz.errors import DecisionError
 from msviz.trace.replay import check_edit
 from msviz.trace.replay_errors import tvm_summary
+from msviz.whynot.intrin_match import index_vars
 
 __all__ = ["Block", "Plan", "loops_by_name", "resolve_want", "tvm_text"]
 
@@ -340,7 +340,7 @@ def _clip(text: str, lines: int = 40) -> str:
 
 
 def resolve_want(plan: Plan, kind: str, value: Any, *, prefix: Any) -> None:
-    """Add one want (not ``tensorize``: see :mod:`msviz.analysis.why_not`) to ``plan``.
+    """Add one want (not ``tensorize``: see :mod:`msviz.whynot.answer`) to ``plan``.
 
     ``prefix(k)`` is a schedule with the first ``k`` instructions of the start replayed.
     """

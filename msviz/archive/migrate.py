@@ -1,7 +1,7 @@
 """``msviz migrate``: a copy of an old work dir that the pinned TVM's ``compile_tir`` accepts.
 
 The records are read as :class:`msviz.records.run.Run` reads them (migrated on read, see
-:mod:`msviz.records.migrated`), each replayed on its workload with the pinned TVM, and written by
+:mod:`msviz.records.migrate_on_read`), each replayed on its workload with the pinned TVM, and written by
 MetaSchedule's own ``JSONDatabase``, so the copy is a stock work dir of the pinned TVM.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.compat import migrate as rules
+from msviz.archive.writer import output_dir
+from msviz.compat import s_tir_rename as rules
 from msviz.errors import MsvizWarning, WorkDirError
-from msviz.records.output import output_dir
 from msviz.records.run import Run
 
 __all__ = ["MigrationReport", "migrate_work_dir", "parse_workload_flags"]

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from msviz.engine.run_actions import ENGINE_ACTIONS
 from msviz.records.live import LiveRun
 
 __all__ = ["LiveTrials"]
@@ -48,7 +49,8 @@ class LiveTrials:
         """The table (read from the work dir on first use, before any commit)."""
         with self._lock:
             if self._live is None:
-                self._live = LiveRun(self._work_dir, task=self._task, flop=self._flop)
+                self._live = LiveRun(self._work_dir, task=self._task, flop=self._flop,
+                                     actions=ENGINE_ACTIONS)
                 self._name_workloads(self._live)
                 told = [e for e in self._snapshot() if e.kind == "tasks"]
                 if told:  # the model's task IDs and weights, if they were told before

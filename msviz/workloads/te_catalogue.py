@@ -14,11 +14,11 @@ from typing import Any
 
 import tvm
 
-from msviz import int8_workloads
 from msviz.compat import normalize_mod, tir
 from msviz.errors import WorkloadError
+from msviz.workloads import int8 as int8_workloads
 
-__all__ = ["Workload", "catalogue", "flop_count", "get", "resolve"]
+__all__ = ["DESCRIPTIONS", "Workload", "catalogue", "configs", "flop_count", "get", "resolve"]
 
 #: What each catalogue name computes (MetaSchedule's abbreviations).
 DESCRIPTIONS = {
@@ -52,15 +52,15 @@ def _te_workload() -> Any:
     return te_workload
 
 
-def _configs() -> dict[str, tuple[Any, list[tuple]]]:
+def configs() -> dict[str, tuple[Any, list[tuple]]]:
     """te_workload's CONFIGS plus msviz's int8 workloads: name -> (te function, sizes)."""
     return {**_te_workload().CONFIGS, **int8_workloads.CONFIGS}
 
 
 def catalogue() -> dict[str, list[tuple]]:
     """Every catalogue name with its list of size tuples (the ``index`` picks one)."""
-    configs = _configs()
-    return {name: list(configs[name][1]) for name in DESCRIPTIONS if name in configs}
+    table = configs()
+    return {name: list(table[name][1]) for name in DESCRIPTIONS if name in table}
 
 
 def flop_count(mod: tvm.IRModule) -> float:
@@ -130,12 +130,12 @@ def get(name: str, index: int | None = None, *, shape: tuple | None = None) -> W
                 f"{name!r} names index {match.group(2)} but index={index} was given"
             )
         index = int(match.group(2))
-    configs = _configs()
-    if key not in DESCRIPTIONS or key not in configs:
+    table = configs()
+    if key not in DESCRIPTIONS or key not in table:
         raise WorkloadError(
             f"unknown workload {name!r}; catalogue names: {', '.join(sorted(catalogue()))}"
         )
-    func, sizes = configs[key]
+    func, sizes = table[key]
     if shape is not None:
         params, label = tuple(shape), f"{key}{tuple(shape)}"
     else:

@@ -20,8 +20,8 @@ Each result also has ``pid``, the process that ran it.
 
 The script imports TVM and numpy only (not msviz: a fresh process costs about a second of
 imports, msviz would double it). What to make of the draws (the least, the spread, a flag only
-where every draw agrees) is the caller's: :func:`msviz.check.model.end_to_end_times`,
-:func:`msviz.check.model_profile.combine_draws`.
+where every draw agrees) is the caller's: :func:`msviz.bench.model.end_to_end_times`,
+:func:`msviz.bench.model_profile.combine_draws`.
 """
 
 from __future__ import annotations

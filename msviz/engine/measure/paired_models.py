@@ -1,5 +1,5 @@
 """Two work dirs of one model (msviz's, MetaSchedule's) compared whole, in paired rounds
-(:mod:`msviz.check.paired`): ``msviz.compare_models(a, b)``."""
+(:mod:`msviz.bench.paired`): ``msviz.compare_models(a, b)``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat, models
-from msviz.check.draws import DEFAULT_DRAWS
-from msviz.check.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
+from msviz.bench.draws import DEFAULT_DRAWS
+from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
 from msviz.records.model_profile import model_of_run
 from msviz.records.sidecar import read_sidecar
 

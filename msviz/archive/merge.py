@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from msviz import compat
+from msviz.archive.writer import output_dir
 from msviz.errors import MsvizWarning, TargetError, WriteError
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
-from msviz.records.output import output_dir
 from msviz.records.run import Run, check_work_dir
 from msviz.records.targets import record_target, same_target
 

@@ -4,7 +4,7 @@ Stock MetaSchedule's way (``relax_integration.compile_relax`` with the work dir'
 ``JSONDatabase``) against the untuned build (``tvm.compile`` of the same Relax module), on the
 same random inputs. Tasks with no successful record in the database fall back to an untuned
 kernel; they are named. The outputs are compared in this process; the builds are timed in a few
-fresh processes (:mod:`msviz.check.draws`), each build's time the least of them.
+fresh processes (:mod:`msviz.bench.draws`), each build's time the least of them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.check.draws import (
+from msviz.bench.draws import (
     DEFAULT_DRAWS,
     SLOW_FACTOR,
     TIMING_BUDGET_S,
@@ -53,7 +53,7 @@ def end_to_end_times(draws: Sequence[Mapping[str, float]]) -> dict:
     (``<build>_draws_us``, in draw order) and their spread (``<build>_spread``: the slowest
     draw over the least), and ``draws``. Pure: ``draws`` is one ``{"untuned_us": ...,
     "tuned_us": ...}`` per draw. ``slow_draws``: the draws in which both builds ran over
-    :data:`~msviz.check.draws.SLOW_FACTOR` times their least (the machine's slow mode)."""
+    :data:`~msviz.bench.draws.SLOW_FACTOR` times their least (the machine's slow mode)."""
     data: dict[str, Any] = {"draws": len(draws)}
     slow: list[set[int]] = []
     for key in ("untuned", "tuned"):
@@ -73,7 +73,7 @@ def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, see
               with_tuned: Callable[[Any, Any, Any], None] | None = None
               ) -> tuple[dict, list[dict] | None, Any]:
     """:func:`check_model`, and with ``profile_runs`` each draw also times the tuned build's
-    calls (a ``calls`` job of :mod:`msviz.check.draws`, in the same fresh processes).
+    calls (a ``calls`` job of :mod:`msviz.bench.draws`, in the same fresh processes).
 
     Returns
     -------
@@ -141,7 +141,7 @@ def check_model(model: Any, tasks: list, work_dir: str | Path, target: Any, *, s
     """Compile ``model`` with the work dir's database and without, run both, compare and time.
 
     The outputs are compared in this process; the builds are timed in ``draws`` fresh
-    processes (:func:`msviz.check.draws.run_draws`: a process's speed can be ~1x or ~2x for
+    processes (:func:`msviz.bench.draws.run_draws`: a process's speed can be ~1x or ~2x for
     its whole life on a shared machine), and each build's time is the least of them.
 
     Returns

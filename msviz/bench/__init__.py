@@ -1,8 +1,8 @@
 """Is a tuned kernel right? A schedule's outputs against the untuned workload's on seeded random
 inputs, and a tuned model's end to end against its untuned build."""
 
-from msviz.check.model import check_model, fallback_tasks
-from msviz.check.schedule import (
+from msviz.bench.model import check_model, fallback_tasks
+from msviz.bench.schedule import (
     CHECK_MODES,
     CheckResult,
     Reference,

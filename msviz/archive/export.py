@@ -1,7 +1,8 @@
-"""Trials out, typed, in files others read: Parquet (the ``parquet`` extra), CSV, many runs as one.
+"""Trials out, typed, in files others read: Parquet (the ``parquet`` extra), CSV.
 
-The exported table is :attr:`Run.trials` (the stock database's and logs' columns, then the
-sidecar's) with each trial's task columns joined onto it, and the record's target and workload
+The exported table is :func:`msviz.records.typed_trials.export_frame`'s: :attr:`Run.trials`
+(the stock database's and logs' columns, then the sidecar's) with each trial's task columns
+joined onto it, and the record's target and workload
 key. Tasks are joined rather than written as a second table: one flat file is what DuckDB,
 Polars, Spark or a spreadsheet query without a join, the per-task values repeat only a few
 times (a run has few tasks, and Parquet's dictionary encoding stores each once), and
@@ -12,7 +13,7 @@ float, sidecar integers nullable ``Int64``, both timestamps ``datetime64[ns, UTC
 ``run_secs`` (one run's repeats) and ``remeasured_secs`` (one list per re-measurement) are list
 columns in Parquet and JSON text in CSV.
 
-Writes go through :func:`msviz.records.output.output_file`: atomic (written next to the final
+Writes go through :func:`msviz.archive.writer.output_file`: atomic (written next to the final
 path under a temporary name and renamed over it, so a reader never sees half a file and a failed
 write leaves nothing behind), an existing file replaced only with ``overwrite=True``, never a
 link, FIFO, device or folder, and the format the suffix names (Parquet is not written to a
@@ -25,111 +26,23 @@ import importlib
 import importlib.util
 import json
 import warnings
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from msviz.archive.writer import check_output, default_output, output_file
 from msviz.errors import MissingExtraError, MsvizWarning, WriteError
-from msviz.records.output import check_output, default_output, output_file
-from msviz.records.row import STATUSES
-from msviz.records.targets import target_text
+from msviz.records.typed_trials import LIST_COLUMNS, export_frame
 
-__all__ = [
-    "EXPORT_FORMATS",
-    "PARQUET_MODULE",
-    "TASK_COLUMNS_JOINED",
-    "export",
-    "export_frame",
-    "task_categorical",
-    "to_csv",
-    "to_parquet",
-]
+__all__ = ["EXPORT_FORMATS", "PARQUET_MODULE", "export", "to_csv", "to_parquet"]
 
-#: The columns of :attr:`Run.tasks` joined onto each trial, and their names in the export.
-TASK_COLUMNS_JOINED = {
-    "index": "task_index",
-    "flop": "flop",
-    "weight": "weight",
-    "best_latency_us": "task_best_latency_us",
-    "done": "task_done",
-}
 #: The module Parquet is written with (the optional extra ``parquet``).
 PARQUET_MODULE = "pyarrow"
 #: The suffix of each format's file.
 EXPORT_SUFFIX = {"Parquet": ".parquet", "CSV": ".csv"}
 #: File suffixes :func:`export` writes.
 EXPORT_FORMATS = tuple(EXPORT_SUFFIX.values())
-
-_TEXT_COLUMNS = ("error", "origin", "pick", "mutator", "check", "check_detail", "device",
-                 "carried_from", "carry", "adjusted", "target", "workload_key")
-_LIST_COLUMNS = ("run_secs", "remeasured_secs")
-
-
-def _secs(values: Any) -> list[float] | None:
-    return None if values is None else [float(v) for v in values]
-
-
-def export_frame(run: Any) -> pd.DataFrame:
-    """The trials of ``run`` as they are exported: typed, task columns joined, target as text.
-
-    Parameters
-    ----------
-    run : Run
-        An opened work dir.
-
-    Returns
-    -------
-    frame : pandas.DataFrame
-        ``run.trials``' columns in order (``run_secs`` a list, ``remeasured_secs`` a list of
-        lists), then ``target`` (TVM's text of the record's target), ``workload_key`` (the
-        workload's structural hash) and the task columns of :data:`TASK_COLUMNS_JOINED`.
-        ``logged_at`` (MetaSchedule's log stamps, local time without a zone) is read as this
-        machine's local time and turned into UTC like ``timestamp``.
-    """
-    trials = run.trials
-    frame = trials.copy()
-    frame["task"] = task_categorical(trials["task"])
-    frame["status"] = pd.Categorical(trials["status"], categories=STATUSES)
-    frame["run_secs"] = pd.Series([_secs(v) for v in trials["run_secs"]], dtype=object,
-                                  index=trials.index)
-    frame["remeasured_secs"] = pd.Series(
-        [None if v is None else [_secs(s) for s in v] for v in trials["remeasured_secs"]],
-        dtype=object, index=trials.index)
-    frame["logged_at"] = (trials["logged_at"].dt.tz_localize(_local_zone(), ambiguous="NaT",
-                                                             nonexistent="NaT")
-                          .dt.tz_convert("UTC").astype("datetime64[ns, UTC]"))
-    targets = run._records.target
-    frame["target"] = [_target_or_raw(targets[i]) for i in range(len(trials))]
-    keys = {int(w): run.workload_key(int(w)) for w in set(trials["workload"])}
-    frame["workload_key"] = [keys[int(w)] for w in trials["workload"]]
-    tasks = run.tasks.set_index("workload")
-    for column, name in TASK_COLUMNS_JOINED.items():
-        frame[name] = trials["workload"].map(tasks[column]).to_numpy()
-    frame["task_index"] = frame["task_index"].astype("Int64")
-    frame["task_done"] = frame["task_done"].astype("boolean")
-    for column in _TEXT_COLUMNS:
-        frame[column] = frame[column].astype("string")
-    return frame
-
-
-def task_categorical(names: Any) -> pd.Categorical:
-    """Task names as a categorical whose categories are typed ``str`` (so that an empty one
-    also reads back from Parquet as categorical)."""
-    names = [str(n) for n in names]
-    return pd.Categorical(names, categories=pd.Index(sorted(set(names)), dtype="str"))
-
-
-def _local_zone() -> Any:
-    return datetime.now().astimezone().tzinfo
-
-
-def _target_or_raw(raw: str) -> str:
-    try:
-        return target_text(raw)
-    except ValueError:  # a target TVM cannot read: its JSON text, as the record holds it
-        return raw
 
 
 def _frame_of(source: Any) -> pd.DataFrame:
@@ -194,7 +107,7 @@ def to_csv(source: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     path = Path(path)
     _check_output(path, "CSV", overwrite)
     frame = _frame_of(source).copy()
-    for column in _LIST_COLUMNS:
+    for column in LIST_COLUMNS:
         frame[column] = [None if v is None else json.dumps(v) for v in frame[column]]
     with output_file(path, overwrite=overwrite) as tmp:
         frame.to_csv(tmp, index=False)

@@ -5,7 +5,7 @@ only where the rounds agree.
 On small shared machines a model's timing flips between a fast mode and a ~2x slow one, from one
 process to the next and within a process; two builds timed in turn in the same process share the
 mode of that moment, so their ratio round by round holds where their separate times do not. Each
-draw (a fresh process, :func:`msviz.check.draws.run_draws`; the builds exported once) times
+draw (a fresh process, :func:`msviz.bench.draws.run_draws`; the builds exported once) times
 A, B, then B, A, round after round, so neither build always goes first; a round is one A and
 one B timing
 (``time_evaluator``: ``number`` runs, ``repeat`` times, its median).
@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from msviz.check.draws import DEFAULT_DRAWS, SLOW_FACTOR, check_draws, run_draws
+from msviz.bench.draws import DEFAULT_DRAWS, SLOW_FACTOR, check_draws, run_draws
 
 __all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "SLOW_FACTOR", "PairedComparison", "compare_builds",
            "paired_summary"]

@@ -3,17 +3,18 @@ its MetaSchedule task, against the latency the task's best record had in tuning.
 
 TVM 0.27's Relax VM has no profiler any more (``VirtualMachine(..., profile=True)`` and
 ``tvm.runtime.profiling`` were removed), so the calls are timed through the VM's instrument hook
-(:func:`msviz.check.draws.time_calls`): the model runs ``runs`` times after one untimed warm-up,
+(:func:`msviz.bench.draws.time_calls`): the model runs ``runs`` times after one untimed warm-up,
 each call timed between its hooks, the hook's own cost (the median call of
 ``vm.builtin.null_value``, a builtin that does nothing) taken off every call (``hook_us``; not
 corrected when the model makes no such call).
 
 A process's speed can be ~1x or ~2x for its whole life on a shared machine, so the model is
-profiled in ``draws`` fresh processes (:func:`msviz.check.draws.run_draws`); a task's
+profiled in ``draws`` fresh processes (:func:`msviz.bench.draws.run_draws`); a task's
 ``in_model_us`` is the least over the draws of its median call, ``in_model_max_us`` the most,
 ``spread`` the one over the other, and a task is ``flagged`` (slower in place than in tuning)
 only when every draw says so, ``disputed`` when some draws do and some do not
-(:func:`combine_draws` and :func:`model_profile_frame`, pure).
+(:func:`combine_draws`, pure; the frame is
+:func:`msviz.records.model_profile.model_profile_frame`'s).
 
 A call is a task's when its symbol is the task's name (the fused PrimFunc's name, as
 ``extract_tasks`` and ``compile_relax`` both name it), or is it with a numeric suffix (``_1``,
@@ -29,10 +30,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
 from msviz import compat
-from msviz.check.draws import (
+from msviz.bench.draws import (
     DEFAULT_DRAWS,
     NOOP_CALL,
     SLOW_FACTOR,
@@ -40,22 +39,13 @@ from msviz.check.draws import (
     run_draws,
     time_calls,
 )
-from msviz.check.model import best_record_us, fallback_tasks
+from msviz.bench.model import best_record_us, fallback_tasks
 
-__all__ = ["DEFAULT_DRAWS", "DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "OTHER_COLUMNS",
-           "PROFILE_RUNS", "combine_draws", "flags", "match_call", "model_profile_frame",
-           "profile_draws", "profile_executable", "profile_model", "slow_draws", "time_calls"]
+__all__ = ["DEFAULT_DRAWS", "PROFILE_RUNS", "combine_draws", "match_call", "profile_draws",
+           "profile_executable", "profile_model", "slow_draws", "time_calls"]
 
 #: Model runs timed in each draw (after one untimed warm-up).
 PROFILE_RUNS = 10
-#: A task is flagged when its in-model time per call is over this many times its tuned latency
-#: in every draw.
-DEFAULT_THRESHOLD = 1.5
-#: The columns of a model profile frame, in order.
-MODEL_PROFILE_COLUMNS = ["task", "calls", "in_model_us", "in_model_max_us", "spread",
-                         "tuned_us", "ratio", "fallback", "flagged", "disputed"]
-#: The columns of the frame of calls that are no task's (``frame.attrs["other"]``).
-OTHER_COLUMNS = ["call", "calls", "us_per_run"]
 _SUFFIX = re.compile(r"_?\d+$")
 
 
@@ -76,7 +66,7 @@ def combine_draws(draws: Sequence[Mapping[str, Any]], task_names: Sequence[str],
     Parameters
     ----------
     draws : sequence of dict
-        Per draw (a fresh process), :func:`~msviz.check.draws.time_calls`'s result as a dict:
+        Per draw (a fresh process), :func:`~msviz.bench.draws.time_calls`'s result as a dict:
         ``times`` (per symbol, µs of each call), ``hook_us``, ``runs``.
     task_names : sequence of str
         The tasks, in order.
@@ -133,7 +123,7 @@ def combine_draws(draws: Sequence[Mapping[str, Any]], task_names: Sequence[str],
 
 def slow_draws(per_draw: Sequence[Mapping[str, float]], calls: Mapping[str, int]) -> list[int]:
     """The draws whose kernels took, per model run (each task's median call x its calls),
-    over :data:`~msviz.check.draws.SLOW_FACTOR` times the fastest draw's: a process in the
+    over :data:`~msviz.bench.draws.SLOW_FACTOR` times the fastest draw's: a process in the
     machine's slow mode, where every kernel runs slower together. Pure."""
     totals = [sum(us * calls.get(task, 1) for task, us in draw.items()) for draw in per_draw]
     least = min(totals, default=0.0)
@@ -165,7 +155,7 @@ def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any
 
 def profile_draws(calls: Sequence[Mapping[str, Any]], tasks: Sequence[Any], database: Any
                   ) -> dict:
-    """:func:`combine_draws` of the draws' ``calls`` results (as :func:`msviz.check.model.
+    """:func:`combine_draws` of the draws' ``calls`` results (as :func:`msviz.bench.model.
     run_check` gives them), with ``error`` None; its failure kept as the data's ``error`` (the
     text; the other fields empty) so a check after tuning records it rather than fail."""
     try:
@@ -180,8 +170,8 @@ def profile_draws(calls: Sequence[Mapping[str, Any]], tasks: Sequence[Any], data
 def profile_model(model: Any, tasks: Sequence[Any], work_dir: Any, target: Any, *,
                   runs: int = PROFILE_RUNS, seed: int = 0, draws: int = DEFAULT_DRAWS) -> dict:
     """Build ``model`` with the work dir's database (``compile_relax``, as
-    :func:`msviz.check.check_model` does) and profile it in ``draws`` fresh processes
-    (:func:`msviz.check.draws.run_draws`, ``runs`` model runs each): the data of
+    :func:`msviz.bench.check_model` does) and profile it in ``draws`` fresh processes
+    (:func:`msviz.bench.draws.run_draws`, ``runs`` model runs each): the data of
     :func:`combine_draws`."""
     _check_runs(runs)
     check_draws(draws)
@@ -197,64 +187,3 @@ def profile_model(model: Any, tasks: Sequence[Any], work_dir: Any, target: Any, 
 def _check_runs(runs: Any) -> None:
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an int >= 1, got {runs!r}")
-
-
-def _number(value: Any) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
-
-
-def flags(in_model_us: pd.Series, in_model_max_us: pd.Series, tuned_us: pd.Series,
-          threshold: float) -> tuple[pd.Series, pd.Series]:
-    """``(flagged, disputed)``: the tasks whose every draw is over ``threshold`` times their
-    tuned latency (their least in-model time is), and those of which some draws are and some
-    are not (their slowest draw is, their least is not). NaN compares false: a task with no
-    tuned latency is neither."""
-    flagged = (in_model_us / tuned_us > threshold).astype("bool")
-    disputed = ((in_model_max_us / tuned_us > threshold) & ~flagged).astype("bool")
-    return flagged, disputed
-
-
-def model_profile_frame(data: dict, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
-    """A model profile (:func:`combine_draws`'s data) as a typed frame of
-    :data:`MODEL_PROFILE_COLUMNS`. Pure.
-
-    ``in_model_us`` is the least draw, ``in_model_max_us`` the slowest, ``spread`` the one over
-    the other (NaN where the least is 0); ``ratio`` is ``in_model_us / tuned_us``; ``flagged``
-    and ``disputed`` are :func:`flags` at ``threshold``. ``attrs`` holds ``other`` (a frame of
-    :data:`OTHER_COLUMNS`), ``threshold``, ``hook_us``, ``runs``, ``draws`` and
-    ``slow_draws``. A profile
-    recorded before draws (no ``in_model_draws_us``) reads as one draw."""
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
-            threshold > 0):
-        raise ValueError(f"threshold must be a number > 0 (in-model / tuned time), "
-                         f"got {threshold!r}")
-    rows = data.get("rows") or []
-    least = [_number(r.get("in_model_us")) for r in rows]
-    most = []
-    for r, low in zip(rows, least):
-        seen = [float(x) for x in r.get("in_model_draws_us") or () if x is not None]
-        most.append(max(seen) if seen else low)
-    frame = pd.DataFrame({
-        "task": pd.Series([r["task"] for r in rows], dtype="string"),
-        "calls": pd.Series([r["calls"] for r in rows], dtype="int64"),
-        "in_model_us": pd.Series(least, dtype="float64"),
-        "in_model_max_us": pd.Series(most, dtype="float64"),
-        "tuned_us": pd.Series([r.get("tuned_us") for r in rows], dtype="float64"),
-        "ratio": pd.Series([r.get("ratio") for r in rows], dtype="float64"),
-        "fallback": pd.Series([bool(r.get("fallback")) for r in rows], dtype="bool"),
-    })
-    # NaN where the least is 0 (a call no slower than the hook, once its cost is taken off)
-    frame["spread"] = (frame["in_model_max_us"] / frame["in_model_us"]).where(
-        frame["in_model_us"] > 0)
-    frame["flagged"], frame["disputed"] = flags(frame["in_model_us"], frame["in_model_max_us"],
-                                                frame["tuned_us"], threshold)
-    frame = frame[MODEL_PROFILE_COLUMNS]
-    draws = data.get("draws")
-    if draws is None:  # a frame of the draws the rows hold (an event's data may drop it)
-        draws = max((len(r.get("in_model_draws_us") or ()) for r in rows), default=0) or 1
-    frame.attrs.update(
-        other=pd.DataFrame(data.get("other") or [], columns=OTHER_COLUMNS).astype(
-            {"call": "string", "calls": "float64", "us_per_run": "float64"}),
-        threshold=float(threshold), hook_us=data.get("hook_us"), runs=data.get("runs"),
-        draws=int(draws), slow_draws=list(data.get("slow_draws") or []))
-    return frame

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from msviz.records.export import export_frame, task_categorical
 from msviz.records.run import Run, open_work_dir
+from msviz.records.typed_trials import export_frame, task_categorical
 
 __all__ = ["open_many", "run_names"]
 
@@ -55,7 +55,7 @@ def open_many(sources: Iterable[str | Path | Run], names: Iterable[str] | None =
     if isinstance(sources, (str, Path, Run)) or hasattr(sources, "work_dir"):
         sources = [sources]  # one run, not the characters of its path
     runs = [s if isinstance(s, Run) else
-            open_work_dir(getattr(s, "work_dir", s)) for s in sources]
+            open_work_dir(getattr(s, "work_dir", s)) for s in sources]  # read only: a table
     if isinstance(names, str):
         names = [names]
     labels = list(names) if names is not None else run_names([r.work_dir for r in runs])

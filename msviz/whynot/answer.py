@@ -17,9 +17,6 @@ import re
 from typing import Any, NamedTuple
 
 from msviz import compat
-from msviz.analysis.intrin_match import block_compute, compare_with_intrinsic, find_block
-from msviz.analysis.wants import Block, Plan, _clip, _Hard, resolve_want, tvm_text
-from msviz.check.schedule import Reference, random_inputs
 from msviz.space_generator import RuleSet
 from msviz.space_generator.intrinsics import (
     AUTO_TENSORIZE,
@@ -32,9 +29,11 @@ from msviz.trace.replay import apply_trace, initialised_postprocs
 from msviz.trace.rows import decision_value
 from msviz.trace.sites import decision_sites
 from msviz.trace.source import fresh_schedule, resolve_trace
+from msviz.whynot.intrin_match import block_compute, compare_with_intrinsic, find_block
+from msviz.whynot.wants import Block, Plan, _clip, _Hard, resolve_want, tvm_text
 from msviz.workloads import resolve
 
-__all__ = ["WANTS", "WhyNot", "measure", "why_not"]
+__all__ = ["WANTS", "WhyNot", "why_not"]
 
 #: What can be asked for, in the order they are forced.
 WANTS = ("tensorize", "tile", "decision", "unroll", "compute_at", "parallel", "vectorize")
@@ -393,39 +392,3 @@ def why_not(workload: Any, *, target: Any = "llvm", rules: Any = None, **want: A
         if answers[-1].possible:
             return answers[-1]
     return next((a for a in answers if a.schedule), answers[0])
-
-
-def measure(answer: WhyNot, *, repeats: int = 3, seed: int = 0) -> dict:
-    """Build a forced schedule, check its result against the untuned workload, time it.
-
-    Parameters
-    ----------
-    answer : WhyNot
-        With a forced schedule (``answer.forced``).
-    repeats : int
-        Timed repeats (the median is reported).
-    seed : int
-        Seed of the random inputs of the result check.
-
-    Returns
-    -------
-    result : dict
-        ``{"check": "ok" | "wrong" | "error", "detail", "latency_us", "error"}``, as a session's
-        re-measure reports an edit.
-    """
-    if answer.forced is None:
-        raise ValueError("this WhyNot has no forced schedule to measure: "
-                         f"{answer.blocked_by} blocks it ({answer.reason[:200]})")
-    target = answer.target
-    try:
-        func = compat.fast_build(answer.forced.mod, target)
-    except Exception as err:
-        return {"check": "error", "detail": "", "latency_us": None,
-                "error": f"the forced schedule does not build: {tvm_text(err)}"}
-    checked = Reference(answer.workload_mod, target, seed=seed).check(func)
-    device = compat.device_of(target)
-    args = [compat.to_tensor(a, device) for a in random_inputs(answer.workload_mod, seed)]
-    timer = func.time_evaluator("main", device, number=1, repeat=repeats)
-    latency = sorted(timer(*args).results)[repeats // 2] * 1e6
-    return {"check": checked.outcome,
-            "detail": checked.detail, "latency_us": latency, "error": None}

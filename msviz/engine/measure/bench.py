@@ -1,0 +1,155 @@
+"""The engine's measuring room for what is not a tuning batch: a trial's result check, a model
+profiled anew, a forced schedule (why-not) timed. Each builds and runs kernels, so each holds
+:data:`MEASURING`, the lock every session's worker holds while it measures: one measurement at a
+time in this process, so a check never times against a tuning batch on the same cores.
+
+The building and running itself is :mod:`msviz.bench`'s (the same bench, one room lower: it
+knows no lock and no session); user calls reach these through a Run's actions
+(:mod:`msviz.engine.run_actions`) and the why-not view.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from msviz import compat
+from msviz.bench.draws import DEFAULT_DRAWS
+from msviz.bench.model_profile import PROFILE_RUNS, profile_model
+from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_inputs
+from msviz.errors import MsvizError
+from msviz.records.model_profile import DEFAULT_THRESHOLD, model_of_run, model_profile_frame
+from msviz.whynot.wants import tvm_text
+
+__all__ = ["MEASURING", "check_trial", "measure_forced", "model_profile_of", "profile_run"]
+
+#: Held by every measurement in this process: a session worker's batches, its untuned and
+#: end-to-end timings, a trial's check, a model's fresh profile, a forced schedule's timing.
+#: Re-entrant: a measurement may call another (a session's check inside its worker's turn).
+MEASURING = threading.RLock()
+
+
+def check_trial(trial: Any, *, inputs: Any = None, rtol: float | None = None,
+                atol: float | None = None, seed: int = 0) -> CheckResult:
+    """``Trial.check``: build the trial's schedule and its untuned workload for the record's
+    target, run both on the same inputs, compare (:func:`msviz.bench.schedule.check_schedule`)."""
+    record = trial.record
+    target = record.target if record.target is not None else compat.make_target("llvm")
+    mod = trial.mod  # replayed before the lock: no kernel is built yet
+    with MEASURING:
+        return check_schedule(mod, record.workload.mod, target, inputs=inputs, rtol=rtol,
+                              atol=atol, seed=seed)
+
+
+def profile_run(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRESHOLD,
+                runs: int = PROFILE_RUNS, draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
+    """A run's model built with its work dir's database and profiled now.
+
+    Parameters
+    ----------
+    run : msviz.Run
+        A work dir of a tuned model.
+    model : Model | str | ..., optional
+        The model (anything :func:`msviz.models.load` takes: a catalogue name such as
+        ``"mlp"``, an ``.onnx`` path, a :class:`msviz.models.Model`); needed unless the
+        sidecar's ``environment`` line names a catalogue model.
+    threshold : float
+        ``flagged``: every draw's in-model time per call over ``threshold`` times the tuned
+        latency (``ratio > threshold``); ``disputed``: some draws' but not every one's.
+    runs : int
+        Model runs timed in each draw.
+    draws : int
+        Fresh processes the model is profiled in (a process's speed can be ~1x or ~2x for its
+        whole life on a shared machine; the least draw is kept).
+
+    Returns
+    -------
+    profile : pandas.DataFrame
+        One row per task in task order: ``task`` (string), ``calls`` (int64, per model run),
+        ``in_model_us`` (the least over the draws of the median time per call in the model),
+        ``in_model_max_us`` (the slowest draw's), ``spread`` (the one over the other),
+        ``tuned_us`` (the best record's mean run time), ``ratio`` (``in_model_us /
+        tuned_us``; float64, NaN where a time is missing), ``fallback`` (no successful record:
+        the model ran the untuned kernel), ``flagged`` and ``disputed`` (bool).
+        ``attrs["other"]`` sums the calls of no task (VM builtins, ...) per symbol;
+        ``attrs["draws"]`` the draws, ``attrs["runs"]`` the runs of each. The new profile is
+        not written to the work dir.
+
+    Raises
+    ------
+    MsvizError
+        No model given or named; a PrimFunc's work dir; a work dir holding none of the model's
+        workloads.
+    """
+    model = model_of_run(run.work_dir, run.sidecar_entries, model)
+    if len(run.trials) == 0:
+        raise MsvizError(f"{run.work_dir} holds no tuning record: there is no target to build "
+                         f"model {model.name!r} for")
+    target = run.trial(0).record.target or compat.make_target("llvm")
+    tasks = model.extract_tasks(target)
+    database = compat.JSONDatabase(work_dir=str(run.work_dir))
+    if not any(database.has_workload(t.workload.mod) for t in tasks):
+        raise MsvizError(f"{run.work_dir} holds no workload of model {model.name!r} (its tasks: "
+                         f"{', '.join(t.name for t in tasks)}; the work dir's: "
+                         f"{', '.join(run.tasks['task'])}): is it a PrimFunc's work dir, or "
+                         "another model's?")
+    return model_profile_of(run.work_dir, model, tasks, target, recorded=None,
+                            threshold=threshold, refresh=True, runs=runs, draws=draws)
+
+
+def model_profile_of(work_dir: Any, model: Any, tasks: Sequence[Any], target: Any, *,
+                     recorded: dict | None, threshold: float = DEFAULT_THRESHOLD,
+                     refresh: bool = False, runs: int = PROFILE_RUNS,
+                     draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
+    """The recorded profile (unless ``refresh``), else a fresh one of ``model`` built from the
+    work dir's database and timed in ``draws`` fresh processes, under :data:`MEASURING`; as a
+    :func:`~msviz.records.model_profile.model_profile_frame`."""
+    if recorded is not None and not refresh:
+        if recorded.get("error"):
+            raise MsvizError(f"the model profile recorded in {work_dir} failed: "
+                             f"{recorded['error']}; pass refresh=True to profile again")
+        return model_profile_frame(recorded, threshold)
+    with MEASURING:
+        data = profile_model(model, tasks, work_dir, target, runs=runs, draws=draws)
+    return model_profile_frame(data, threshold)
+
+
+def measure_forced(answer: Any, *, repeats: int = 3, seed: int = 0) -> dict:
+    """Build a forced schedule (a :class:`msviz.whynot.answer.WhyNot`'s), check its result
+    against the untuned workload, time it.
+
+    Parameters
+    ----------
+    answer : WhyNot
+        With a forced schedule (``answer.forced``).
+    repeats : int
+        Timed repeats (the median is reported).
+    seed : int
+        Seed of the random inputs of the result check.
+
+    Returns
+    -------
+    result : dict
+        ``{"check": "ok" | "wrong" | "error", "detail", "latency_us", "error"}``, as a session's
+        re-measure reports an edit.
+    """
+    if answer.forced is None:
+        raise ValueError("this WhyNot has no forced schedule to measure: "
+                         f"{answer.blocked_by} blocks it ({answer.reason[:200]})")
+    target = answer.target
+    with MEASURING:
+        try:
+            func = compat.fast_build(answer.forced.mod, target)
+        except Exception as err:
+            return {"check": "error", "detail": "", "latency_us": None,
+                    "error": f"the forced schedule does not build: {tvm_text(err)}"}
+        checked = Reference(answer.workload_mod, target, seed=seed).check(func)
+        device = compat.device_of(target)
+        args = [compat.to_tensor(a, device) for a in random_inputs(answer.workload_mod, seed)]
+        timer = func.time_evaluator("main", device, number=1, repeat=repeats)
+        latency = sorted(timer(*args).results)[repeats // 2] * 1e6
+    return {"check": checked.outcome, "detail": checked.detail, "latency_us": latency,
+            "error": None}
