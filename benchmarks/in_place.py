@@ -53,7 +53,7 @@ def measure(model_name: str, dirs: dict[str, str], rounds: int, alone: bool) -> 
 
     from msviz import compat, models
     from msviz.bench.draws import time_calls
-    from msviz.bench.model import best_record_us
+    from msviz.bench.model_check import best_record_us
     from msviz.bench.model_profile import match_call
 
     compat.quiet_ipython_printing()

@@ -36,10 +36,10 @@ KNOBS = {"population_size": 16, "init_min_unmeasured": 8, "genetic_num_iters": 1
 
 def bench(name: str, trials: int, root: Path) -> dict:
     from msviz import compat
-    from msviz.bench.model import check_model
+    from msviz.bench.model_check import check_model
     from msviz.bench.model_profile import profile_executable
-    from msviz.records.model_profile import model_profile_frame
     from msviz.engine import Session
+    from msviz.records.model_profile import model_profile_frame
 
     session = Session(name, work_dir=root / name, end_to_end_check=False, **KNOBS,
                       max_trials=10_000, max_trials_per_task=trials, trials_per_batch=2)

@@ -21,7 +21,7 @@ All use the same target (this host's CPU, ``msviz.compat.make_target("llvm")``),
 tunes on the physical core count (it has no thread option), so pass ``--threads`` equal to it.
 The end-to-end latency of each is measured the same way: ``compile_relax`` with the run's work
 dir, a Relax VM, ``time_evaluator`` (median of ``repeat`` x ``number`` runs), outputs checked
-against the untuned build on the same random inputs (``msviz.bench.model.check_model``).
+against the untuned build on the same random inputs (``msviz.bench.model_check.check_model``).
 
 It also prints what a stock user's *default* ``LocalBuilder`` would have cost on the stock run: one
 batch of the run's schedules is built with it and with the fast builder, and the difference is
@@ -142,7 +142,7 @@ def run_one(config: str, model_name: str, trials: int, batch: int, seed: int, wo
         import tvm.s_tir.tensor_intrin  # noqa: F401 - the one-time import, before timing
 
     from msviz import compat, models
-    from msviz.bench.model import check_model
+    from msviz.bench.model_check import check_model
 
     compat.quiet_ipython_printing()
     target = compat.make_target("llvm", num_cores=threads)

@@ -3,7 +3,8 @@ local runner, on the same built batch.
 
 One batch of distinct GMM-0 schedules (sampled from its design space) is built once; then msviz's
 :class:`~msviz.engine.measure.Measurer` runs it with ``LocalRunner`` and through a loopback
-:class:`~msviz.engine.measure.loopback.LocalFleet` with one and two servers (``msviz.rpc``, one RPC session per
+:class:`~msviz.engine.measure.loopback.LocalFleet` with one and two servers (``msviz.rpc``, one
+RPC session per
 server in parallel). Each runner gets a warm-up run (process pools start, workers import), then
 ``--reps`` timed runs; the median is reported. Timing settings are small (``number=1, repeat=1,
 min_repeat_ms=0``) so the figure is the per-candidate overhead, not the kernel::

@@ -7,7 +7,8 @@ process (the tuning itself is :mod:`model_vs_stock`'s). Then, for each work dir:
 
 * **the tuned end-to-end latency at equal trials**, measured: ``compile_relax`` with the work
   dir, a Relax VM, ``time_evaluator``, outputs checked against the untuned build
-  (:func:`msviz.bench.model.check_model`), in ``--e2e-runs`` fresh processes each (model timings
+  (:func:`msviz.bench.model_check.check_model`), in ``--e2e-runs`` fresh processes each (model
+  timings
   on small shared machines are bimodal per process, ~1x or ~2x): the least and the spread
   (largest / least) are printed;
 * **the time-to-quality curves**: the estimated model latency (weight x best per task, a task
@@ -82,7 +83,7 @@ def tune_one(config: str, model_name: str, trials: int, batch: int, seed: int, w
 def measure_one(model_name: str, work_dir: Path, threads: int) -> dict[str, Any]:
     """The tuned model's end-to-end latency in this (fresh) process, outputs checked."""
     from msviz import compat, models
-    from msviz.bench.model import check_model
+    from msviz.bench.model_check import check_model
 
     target = compat.make_target("llvm", num_cores=threads)
     model = models.build(model_name, seed=0)

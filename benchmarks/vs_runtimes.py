@@ -203,7 +203,7 @@ def prepare(name: str, files: Path, threads: int, trials: int) -> dict[str, Any]
 
     import msviz
     from msviz import compat, models
-    from msviz.bench.model import fallback_tasks
+    from msviz.bench.model_check import fallback_tasks
     from msviz.models.onnx_export import export_onnx
 
     model = models.build(name, input_shape=SIZES[name])

@@ -30,6 +30,9 @@ FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[^\n]*$", flags=re.S | re.M)
 INLINE = re.compile(r"`([^`]+)`")
 #: A dotted name from msviz: not inside a path or a longer name (``work_dir/msviz.lock``).
 DOTTED = re.compile(r"(?<![\w./-])msviz((?:\.[A-Za-z_]\w*)+)")
+#: ``from msviz.trace import diff, rows as r``: each imported name is checked as dotted.
+FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(msviz(?:\.\w+)*)[ \t]+import[ \t]+\(?([\w, \t]+)",
+                         flags=re.M)
 #: The names the docs give instances, and their classes.
 INSTANCES = {"session": "msviz.Session", "run": "msviz.Run", "trial": "msviz.Trial"}
 INSTANCE = re.compile(r"(?<![\w./-])(" + "|".join(INSTANCES) + r")\.([A-Za-z_]\w*)")
@@ -106,6 +109,8 @@ def mentioned_names(text: str) -> list[str]:
     names: list[str] = []
     for kind, code in code_spans(text):
         names += ["msviz" + tail for tail in DOTTED.findall(code)]
+        for module, imported in FROM_IMPORT.findall(code):
+            names += [f"{module}.{n.split()[0]}" for n in imported.split(",") if n.strip()]
         if kind in ("python", "inline"):
             names += [f"{INSTANCES[var]}.{attr}" for var, attr in INSTANCE.findall(code)
                       if attr not in FILE_SUFFIXES]
@@ -147,6 +152,7 @@ import msviz
 run = msviz.open("wd")
 msviz.no_such_thing(run)
 msviz.records.row.STATUSES
+from msviz.records.row import STATUSES, no_such_column as c
 session.start()
 session.no_such_method()
 ```
@@ -165,15 +171,16 @@ pip install msviz[parquet]
 
 def test_the_sample_names_and_commands_are_found() -> None:
     assert mentioned_names(SAMPLE) == [
-        "msviz.open", "msviz.no_such_thing", "msviz.records.row.STATUSES", "msviz.Session.start",
-        "msviz.Session.no_such_method"]
+        "msviz.open", "msviz.no_such_thing", "msviz.records.row.STATUSES", "msviz.records.row",
+        "msviz.records.row.no_such_column", "msviz.Session.start", "msviz.Session.no_such_method"]
     assert mentioned_commands(SAMPLE) == ["show", "frobnicate", "demo"]
 
 
 def test_made_up_names_and_commands_are_reported() -> None:
     problems = unresolved(SAMPLE)
-    assert [p.split(":")[0] for p in problems] == ["msviz.no_such_thing",
-                                                   "msviz.Session.no_such_method"], problems
+    assert [p.split(":")[0] for p in problems] == [
+        "msviz.no_such_thing", "msviz.records.row.no_such_column",
+        "msviz.Session.no_such_method"], problems
     assert resolve("msviz.no_such_thing") is not None
     assert resolve("msviz.records.no_such_module") is not None
     assert unknown_commands(SAMPLE, subcommands()) == ["frobnicate"]

@@ -336,3 +336,255 @@ def test_no_package_name_shadows_its_module() -> None:
                     if sibling in mods and f"{node.module}.{alias.name}" != sibling:
                         shadowed.append(f"{name}: {bound} from {node.module}")
     assert shadowed == []
+
+
+# -- TVM and third-party internals live in compat -------------------------------------------------
+
+#: Attributes of a namedtuple (public API despite the underscore).
+NAMEDTUPLE_API = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
+#: Spellings of where the pinned TVM keeps its names (they move between releases).
+VERSION_SPELLINGS = ("tvm.s_tir", "tvm.tirx", "s_tir.meta_schedule")
+
+
+def tvm_imports(path: Path) -> list[str]:
+    """``module:line`` of each import of ``tvm`` or ``tvm_ffi`` (any form, inside functions
+    too)."""
+    return [f"{mod}:{line}" for mod, _, line in _third_party_imports(path)
+            if mod.split(".")[0] in ("tvm", "tvm_ffi")]
+
+
+def _defined_names(paths: list[Path]) -> set[str]:
+    """Every name msviz defines: functions, classes, arguments, assigned names and
+    attributes."""
+    names: set[str] = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)  # msviz's own attribute (on a widget, say)
+    return names
+
+
+def _is_private(name: str) -> bool:
+    return (name.startswith("_") and not name.startswith("__")
+            and name not in NAMEDTUPLE_API)
+
+
+def third_party_internals(path: Path, defined: set[str]) -> list[str]:
+    """``line:expression`` of each read of a private attribute (one underscore) that msviz does
+    not define, of an object other than ``self`` / ``cls``: ``x._y`` and
+    ``getattr(x, "_y")`` (``hasattr``, ``setattr`` too)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        name = None
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                name = node.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) > 1
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and _is_private(node.args[1].value)):
+            name = node.args[1].value
+        if name is not None and name not in defined:
+            found.append((node.lineno, f"{node.lineno}:{ast.unparse(node)}"))
+    return [text for _, text in sorted(found)]
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants (the first statement of a module, class or
+    function)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                out.add(id(body[0].value))
+    return out
+
+
+def version_spellings(path: Path) -> list[str]:
+    """``line:text`` of each string (not a docstring; f-string parts too) or attribute chain
+    (``tvm.tirx.IntImm``) that spells where the pinned TVM keeps its names."""
+    tree = ast.parse(path.read_text())
+    docs = _docstrings(tree)
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            text = node.value
+        elif isinstance(node, ast.Attribute) and id(node) not in inner:  # a whole chain
+            text = ast.unparse(node)
+        if text is not None and any(s in text for s in VERSION_SPELLINGS):
+            found.append((node.lineno, f"{node.lineno}:{text[:60]}"))
+    return [text for _, text in sorted(found)]
+
+
+def test_only_compat_and_models_import_tvm() -> None:
+    found = {name: got for name, path in modules().items()
+             if part_of(name) not in TVM_ROOMS and (got := tvm_imports(path))}
+    assert found == {}
+
+
+def test_third_party_internals_only_in_compat() -> None:
+    mods = modules()
+    defined = _defined_names(list(mods.values()))
+    found = {name: got for name, path in mods.items()
+             if part_of(name) != "compat"
+             and (got := third_party_internals(path, defined))}
+    assert found == {}
+
+
+def test_version_spellings_only_in_compat() -> None:
+    found = {name: got for name, path in modules().items()
+             if part_of(name) != "compat" and (got := version_spellings(path))}
+    assert found == {}
+
+
+def test_tvm_imports_finds_each_form(tmp_path: Path) -> None:
+    path = tmp_path / "draws.py"
+    path.write_text("import numpy\nimport tvm as _tvm\nfrom tvm.rpc import base\n"
+                    "def f():\n    import tvm_ffi  # heavy\n    from msviz import compat\n")
+    assert tvm_imports(path) == ["tvm:2", "tvm.rpc:3", "tvm_ffi:5"]
+
+
+def test_third_party_internals_finds_a_private_read(tmp_path: Path) -> None:
+    path = tmp_path / "tracker.py"
+    path.write_text("tracker._sock.settimeout(1)\n"
+                    "inst = getattr(runner, '_inst', None)\n"
+                    "self._mine = row._asdict()\n"
+                    "x = other._mine\n"
+                    "y = obj.__class__\n")
+    assert third_party_internals(path, {"_mine"}) == [
+        "1:tracker._sock", "2:getattr(runner, '_inst', None)"]
+
+
+def test_version_spellings_finds_strings_and_chains(tmp_path: Path) -> None:
+    path = tmp_path / "task_loop.py"
+    path.write_text('"""Logs of tvm.s_tir.meta_schedule (a docstring: fine)."""\n'
+                    '# tvm.tirx in a comment: fine\n'
+                    'LOG = "tvm.s_tir.meta_schedule.logging.task_scheduler.log"\n'
+                    'def f(dim):\n    """tvm.tirx.IntImm: fine."""\n'
+                    '    return isinstance(dim, tvm.tirx.IntImm)\n'
+                    'NAME = f"{NS}.logging"\n')
+    assert [f.split(":")[0] for f in version_spellings(path)] == ["3", "6"]
+
+
+# -- rooms: what records may reach, private attributes, names -----------------------------------
+
+
+def _closure(start: set[str], graph: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(), list(start)
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo += graph.get(node, ())
+    return seen
+
+
+def test_records_import_nothing_that_builds_or_runs_a_kernel() -> None:
+    """``records/`` reads: no module it imports, directly or through others (inside functions
+    too), is in a room that builds or runs kernels, and it calls none of compat's kernel calls."""
+    graph = _module_graph()
+    for room in ("records", "whynot"):
+        mods = {name for name in modules() if part_of(name) == room}
+        reached = sorted(m for m in _closure(mods, graph) if part_of(m) in KERNEL_ROOMS)
+        assert reached == [], f"{room} reaches {reached}"
+        calls = [f"{name}:{node.lineno} {node.attr}" for name in sorted(mods)
+                 for node in ast.walk(ast.parse(modules()[name].read_text()))
+                 if isinstance(node, ast.Attribute) and node.attr in KERNEL_CALLS]
+        assert calls == [], f"{room} builds or runs kernels: {calls}"
+
+
+def _defining_rooms() -> dict[str, set[str]]:
+    """Each name a module of msviz defines (functions, classes, assigned names and
+    attributes), by the rooms defining it."""
+    rooms: dict[str, set[str]] = {}
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            found = (node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                    ast.ClassDef)) else
+                     node.attr if isinstance(node, ast.Attribute)
+                     and isinstance(node.ctx, ast.Store) else
+                     node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                     else None)
+            if found:
+                rooms.setdefault(found, set()).add(part_of(name))
+    return rooms
+
+
+def private_reads(name: str, path: Path) -> list[tuple[int, str]]:
+    """(line, attribute) of each private attribute ``path`` reads on an object other than
+    ``self``/``cls``: ``x._name``, ``getattr(x, "_name")``, ``from m import _name``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            out.append((node.lineno, node.attr))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and not (isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"))):
+            out.append((node.lineno, node.args[1].value))
+        elif isinstance(node, ast.ImportFrom):
+            out += [(node.lineno, a.name) for a in node.names]
+    return [(line, attr) for line, attr in out
+            if attr.startswith("_") and not attr.startswith("__") and attr not in NAMEDTUPLE_API]
+
+
+def foreign_private_reads(defined: dict[str, set[str]]) -> list[str]:
+    """Each read of a private attribute that another room defines (a third-party one, defined
+    nowhere in msviz, is only read in ``compat``: see the third-party check)."""
+    bad = []
+    for name, path in modules().items():
+        room = part_of(name)
+        for line, attr in private_reads(name, path):
+            owners = defined.get(attr, set())
+            if owners and room not in owners:
+                bad.append(f"{name}:{line} {attr} (defined in {', '.join(sorted(owners))})")
+    return bad
+
+
+def test_no_private_attribute_of_another_room_is_read() -> None:
+    assert foreign_private_reads(_defining_rooms()) == []
+
+
+def test_private_reads_finds_each_form(tmp_path: Path) -> None:
+    path = tmp_path / "export.py"
+    path.write_text("from msviz.records.run import _x\n"
+                    "def f(run, self):\n    a = run._records\n    b = getattr(run, '_live')\n"
+                    "    c = self._mine\n    d = t._asdict()\n    return a, b, c, d\n")
+    assert sorted(private_reads("msviz.archive.export", path)) == [
+        (1, "_x"), (3, "_records"), (4, "_live")]
+    defined = {"_records": {"records"}, "_live": {"archive"}}
+    assert [line for line, attr in private_reads("msviz.archive.export", path)
+            if defined.get(attr, {"archive"}) != {"archive"}] == [3]
+
+
+def same_named_modules() -> dict[str, list[str]]:
+    """Module base names held by more than one room, with their modules (a package counts by
+    its folder's name)."""
+    by_name: dict[str, list[str]] = {}
+    for name in modules():
+        by_name.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+    return {base: sorted(mods) for base, mods in by_name.items()
+            if len({part_of(m) for m in mods}) > 1}
+
+
+def test_same_named_modules_say_they_are_one_concept() -> None:
+    """Two modules of one name in different rooms are one concept at two layers, and each one's
+    docstring names the other(s)."""
+    silent = []
+    for mods in same_named_modules().values():
+        for mod in mods:
+            doc = ast.get_docstring(ast.parse(modules()[mod].read_text())) or ""
+            silent += [f"{mod} does not name {other}" for other in mods
+                       if other != mod and other not in doc.replace("~", "")]
+    assert silent == []

@@ -25,6 +25,8 @@ A trace's sites depend on its design space, so the importance is computed over t
 one design space at a time (those :func:`msviz.trace.spaces.trial_decisions` reads, the same the
 decisions plot draws); a site is keyed by its instruction index and kind (``"#4
 SamplePerfectTile"``).
+
+The same concept drawn: :mod:`msviz.views.importance`.
 """
 
 from __future__ import annotations

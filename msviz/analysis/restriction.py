@@ -16,6 +16,8 @@ of what MetaSchedule's rules let a user restrict, only what the fastest trials (
 
 Every winner's decisions stay in the restricted space. The re-run with the edited rules (a new
 session) is the engine's: :mod:`msviz.engine.restriction`.
+
+The same concept one room up: :mod:`msviz.engine.restriction` re-runs with them.
 """
 
 from __future__ import annotations

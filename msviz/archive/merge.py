@@ -134,7 +134,7 @@ def _readable_run_secs(run_secs: Any) -> bool:
     if not isinstance(run_secs, list) or not all(isinstance(v, (int, float)) for v in run_secs):
         return False
     try:
-        db_files._checked_run_secs(tuple(float(v) for v in run_secs))
+        db_files.checked_run_secs(tuple(float(v) for v in run_secs))
     except (ValueError, OverflowError):
         return False
     return True

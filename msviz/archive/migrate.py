@@ -1,7 +1,8 @@
 """``msviz migrate``: a copy of an old work dir that the pinned TVM's ``compile_tir`` accepts.
 
 The records are read as :class:`msviz.records.run.Run` reads them (migrated on read, see
-:mod:`msviz.records.migrate_on_read`), each replayed on its workload with the pinned TVM, and written by
+:mod:`msviz.records.migrate_on_read`), each replayed on its workload with the pinned TVM, and
+written by
 MetaSchedule's own ``JSONDatabase``, so the copy is a stock work dir of the pinned TVM.
 """
 

@@ -1,7 +1,11 @@
-"""Is a tuned kernel right? A schedule's outputs against the untuned workload's on seeded random
-inputs, and a tuned model's end to end against its untuned build."""
+"""The bench: builds kernels and models, runs them, checks their outputs and times them. A
+schedule's outputs against the untuned workload's on seeded random inputs, a tuned model end to
+end against its untuned build, timed draws in fresh processes, a model profiled call by call,
+two builds compared in paired rounds. It knows no lock and no session: the engine's measuring
+room (:mod:`msviz.engine.measure.bench`, the same bench one room up) calls it one measurement at
+a time."""
 
-from msviz.bench.model import check_model, fallback_tasks
+from msviz.bench.model_check import check_model, fallback_tasks
 from msviz.bench.schedule import (
     CHECK_MODES,
     CheckResult,

@@ -4,9 +4,9 @@ On small shared machines a build's speed is bimodal from one process to the next
 times ~1x in one fresh process and ~2x in the next, and stays so for that process's life. One
 process's timing can then be off by 2x; the least of a few fresh processes is not (the benchmarks
 take it the same way). :func:`run_draws` exports the builds once (``export_library``), saves the
-inputs, and runs this file as a script in ``draws`` fresh Python processes, one after the other
-(never two at once: they would share the cores); each loads the builds and runs the same list of
-jobs, and hands back their results as JSON:
+inputs, and runs :mod:`msviz.compat.draw_jobs` as a script in ``draws`` fresh Python processes,
+one after the other (never two at once: they would share the cores); each loads the builds and
+runs the same list of jobs, and hands back their results as JSON:
 
 * ``{"kind": "time", "build": name, "number": n, "repeat": r}``: one untimed run, then
   ``time_evaluator`` (``number`` runs, ``repeat`` times; fewer for a build whose first run says
@@ -18,9 +18,9 @@ jobs, and hands back their results as JSON:
 
 Each result also has ``pid``, the process that ran it.
 
-The script imports TVM and numpy only (not msviz: a fresh process costs about a second of
+That script imports TVM and numpy only (not msviz: a fresh process costs about a second of
 imports, msviz would double it). What to make of the draws (the least, the spread, a flag only
-where every draw agrees) is the caller's: :func:`msviz.bench.model.end_to_end_times`,
+where every draw agrees) is the caller's: :func:`msviz.bench.model_check.end_to_end_times`,
 :func:`msviz.bench.model_profile.combine_draws`.
 """
 
@@ -29,32 +29,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "SLOW_FACTOR", "TIMING_BUDGET_S", "DrawError",
-           "check_draws", "run_draws", "time_calls", "timing_runs"]
+from msviz.compat import draw_jobs
+from msviz.compat.draw_jobs import NOOP_CALL, TIMING_BUDGET_S, time_calls, timing_runs
+
+__all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "NOOP_CALL", "SLOW_FACTOR", "TIMING_BUDGET_S",
+           "DrawError", "check_draws", "run_draws", "time_calls", "timing_runs"]
 
 #: Fresh processes a model is timed in by default (the least of them is kept).
 DEFAULT_DRAWS = 3
 #: Seconds one draw (one fresh process: imports, loading the builds, every job) may take.
 DRAW_TIMEOUT_S = 600.0
-#: Seconds the timing of one build may take in a draw: a slow build (an untuned BERT runs for
-#: seconds on 2 cores) is timed over fewer runs, down to one.
-TIMING_BUDGET_S = 5.0
 #: A timing this many times the least of its kind (the same build, other draws or rounds) is
 #: taken to have fallen in the machine's slow mode: on these 2-core VMs every kernel of every
 #: build runs ~1.4x (Zen 4) to ~2x (Zen 5) slower together for a while, across processes.
 SLOW_FACTOR = 1.25
-#: The VM builtin whose calls measure the hook's own cost (it does nothing).
-NOOP_CALL = "vm.builtin.null_value"
 
 
 class DrawError(RuntimeError):
@@ -67,109 +62,6 @@ def check_draws(draws: Any) -> int:
         raise ValueError(f"draws must be an int >= 1 (fresh processes timing the model), "
                          f"got {draws!r}")
     return draws
-
-
-def timing_runs(first_s: float, number: int, repeat: int,
-                budget_s: float = TIMING_BUDGET_S) -> tuple[int, int]:
-    """``(number, repeat)`` whose runs fit ``budget_s`` at ``first_s`` seconds a run (the
-    first run's time, an upper bound), never below one run; fast builds keep the given ones."""
-    if first_s * number * repeat <= budget_s:
-        return number, repeat
-    runs = max(1, int(budget_s / max(first_s, 1e-9)))
-    repeat = min(repeat, runs)
-    return max(1, runs // repeat), repeat
-
-
-def time_calls(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, runs: int
-               ) -> tuple[dict[str, list[float]], float | None, int]:
-    """Per symbol, the microseconds of each of its calls over ``runs`` runs of ``func_name``
-    (after a warm-up run; fewer runs when the warm-up says they would take over
-    :data:`TIMING_BUDGET_S`), the hook's own cost taken off; that cost (None: not measured);
-    the runs timed.
-
-    The hook (``VirtualMachine.set_instrument``) is called before and after every ``Call``
-    instruction; a call is timed from the end of its "before" hook to the start of its "after"
-    hook (the device synchronized on both sides off the CPU). The median time of the calls of
-    :data:`NOOP_CALL` (a builtin that does nothing) is the hook's own cost."""
-    import tvm  # heavy
-
-    sync = dev.dlpack_device_type() != tvm.cpu().dlpack_device_type()
-    started: list[int] = []  # a stack: a call of a VM function holds the calls it makes
-    times: dict[str, list[float]] = defaultdict(list)
-
-    def hook(_func: Any, symbol: str, before: bool, _ret: Any, *_args: Any) -> int:
-        if sync:
-            dev.sync()
-        now = time.perf_counter_ns()
-        if before:
-            started.append(time.perf_counter_ns())
-        elif started:
-            times[str(symbol)].append((now - started.pop()) / 1e3)
-        return 0
-
-    tic = time.perf_counter()
-    vm[func_name](*inputs)
-    runs = timing_runs(time.perf_counter() - tic, runs, 1)[0]
-    vm.set_instrument(hook)
-    try:
-        for _ in range(runs):
-            vm[func_name](*inputs)
-    finally:
-        vm.set_instrument(None)
-    noop = times.get(NOOP_CALL)
-    hook_us = statistics.median(noop) if noop else None
-    if hook_us is not None:
-        times = defaultdict(list, {s: [max(0.0, t - hook_us) for t in ts]
-                                   for s, ts in times.items()})
-    return dict(times), hook_us, runs
-
-
-def time_run_us(vm: Any, func_name: str, inputs: Sequence[Any], dev: Any, *, number: int,
-                repeat: int, min_repeat_ms: int = 0, budget: bool = True
-                ) -> tuple[float, int, int]:
-    """One untimed run, then the median of ``repeat`` ``time_evaluator`` timings of ``number``
-    runs each (fewer to fit :data:`TIMING_BUDGET_S` with ``budget``): ``(µs a run, number,
-    repeat)``."""
-    tic = time.perf_counter()
-    vm[func_name](*inputs)
-    if budget:
-        number, repeat = timing_runs(time.perf_counter() - tic, number, repeat)
-    timer = vm.time_evaluator(func_name, dev, number=number, repeat=repeat,
-                              min_repeat_ms=min_repeat_ms)
-    return statistics.median(timer(*inputs).results) * 1e6, number, repeat
-
-
-def run_jobs(spec: Mapping[str, Any]) -> list[dict]:
-    """This process's draw: load the builds and inputs that ``spec`` names and run its jobs in
-    order (see the module's docstring)."""
-    import numpy as np  # heavy
-    import tvm  # heavy
-    from tvm import relax  # heavy
-
-    dev = tvm.device(spec["device"], int(spec.get("device_id", 0)))
-    with np.load(spec["inputs"]) as saved:
-        inputs = [tvm.runtime.tensor(saved[f"arg{i}"], dev) for i in range(len(saved.files))]
-    vms: dict[str, Any] = {}
-    results = []
-    for job in spec["jobs"]:
-        name = job["build"]
-        if name not in vms:
-            vms[name] = relax.VirtualMachine(tvm.runtime.load_module(spec["builds"][name]), dev)
-        if job["kind"] == "time":
-            us, number, repeat = time_run_us(vms[name], spec["func_name"], inputs, dev,
-                                             number=int(job["number"]),
-                                             repeat=int(job["repeat"]),
-                                             min_repeat_ms=int(job.get("min_repeat_ms", 0)),
-                                             budget=bool(job.get("budget", True)))
-            results.append({"us": us, "number": number, "repeat": repeat, "pid": os.getpid()})
-        elif job["kind"] == "calls":
-            times, hook_us, runs = time_calls(vms[name], spec["func_name"], inputs, dev,
-                                              runs=int(job["runs"]))
-            results.append({"times": times, "hook_us": hook_us, "runs": runs,
-                            "pid": os.getpid()})
-        else:
-            raise ValueError(f"unknown job kind {job['kind']!r}")
-    return results
 
 
 def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, device: str,
@@ -223,8 +115,8 @@ def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, 
         out = []
         for i in range(draws):
             result = root / f"draw{i}.json"
-            cmd = [sys.executable, str(Path(__file__).resolve()), str(root / "spec.json"),
-                   str(result)]
+            script = Path(draw_jobs.__file__).resolve()  # run by path: msviz is not imported
+            cmd = [sys.executable, str(script), str(root / "spec.json"), str(result)]
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                       timeout=timeout_s, check=False)
@@ -264,16 +156,3 @@ def _without_scope_warnings(path: Path) -> Any:
         os.close(saved)
 
 
-def main(argv: Sequence[str]) -> int:
-    """``draws.py SPEC OUT``: run the spec's jobs (:func:`run_jobs`), write the results."""
-    spec_path, out_path = argv
-    results = run_jobs(json.loads(Path(spec_path).read_text()))
-    Path(out_path).write_text(json.dumps(results))
-    return 0
-
-
-if __name__ == "__main__":
-    # run as a script: its own folder (msviz/check) is not a package root
-    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-        del sys.path[0]
-    sys.exit(main(sys.argv[1:]))

@@ -20,6 +20,9 @@ A call is a task's when its symbol is the task's name (the fused PrimFunc's name
 ``extract_tasks`` and ``compile_relax`` both name it), or is it with a numeric suffix (``_1``,
 ``1``) that deduplicating names may add. The other calls (VM builtins: allocation, shape checks;
 PrimFuncs of no task) are summed per symbol in ``other``.
+
+The same concept read and drawn: :mod:`msviz.records.model_profile`,
+:mod:`msviz.views.model_profile`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from msviz.bench.draws import (
     run_draws,
     time_calls,
 )
-from msviz.bench.model import best_record_us, fallback_tasks
+from msviz.bench.model_check import best_record_us, fallback_tasks
 
 __all__ = ["DEFAULT_DRAWS", "PROFILE_RUNS", "combine_draws", "match_call", "profile_draws",
            "profile_executable", "profile_model", "slow_draws", "time_calls"]
@@ -141,12 +144,9 @@ def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any
     """Profile a model built by ``compile_relax`` (``exe``) in this process (one draw; see
     :func:`profile_model` for several fresh ones) and match its calls to ``tasks``: the data
     of :func:`combine_draws`."""
-    import tvm  # heavy
-    from tvm import relax  # heavy
-
     _check_runs(runs)
-    vm = relax.VirtualMachine(exe, dev)
-    inputs = [tvm.runtime.tensor(x, dev) for x in model.random_inputs(seed)]
+    vm = compat.relax.VirtualMachine(exe, dev)
+    inputs = [compat.tensor(x, dev) for x in model.random_inputs(seed)]
     times, hook_us, runs = time_calls(vm, model.func_name, inputs, dev, runs=runs)
     tuned, fallback = _tuned_and_fallback(tasks, database)
     return combine_draws([{"times": times, "hook_us": hook_us, "runs": runs}],
@@ -155,7 +155,7 @@ def profile_executable(exe: Any, model: Any, tasks: Sequence[Any], database: Any
 
 def profile_draws(calls: Sequence[Mapping[str, Any]], tasks: Sequence[Any], database: Any
                   ) -> dict:
-    """:func:`combine_draws` of the draws' ``calls`` results (as :func:`msviz.bench.model.
+    """:func:`combine_draws` of the draws' ``calls`` results (as :func:`msviz.bench.model_check.
     run_check` gives them), with ``error`` None; its failure kept as the data's ``error`` (the
     text; the other fields empty) so a check after tuning records it rather than fail."""
     try:

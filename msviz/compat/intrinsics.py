@@ -1,5 +1,7 @@
 """Tensor intrinsics for auto-tensorization: MetaSchedule's names, the CPU features they
-need, and a VNNI implementation that LLVM 22 compiles."""
+need, and a VNNI implementation that LLVM 22 compiles.
+
+The same concept one room up: :mod:`msviz.space_generator.intrinsics` puts them in a rule set."""
 
 from __future__ import annotations
 

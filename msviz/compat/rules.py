@@ -9,6 +9,8 @@ newer gets the tensor-core rules and postprocs, Hexagon adds ``VerifyVTCMLimit``
 ``PostOrderApply`` with nothing set, initialised by a ``TuneContext`` of the target, holds the
 very objects stock tuning would use. Everything in msviz that replays or generates takes them
 from here.
+
+The same concept one room up: :mod:`msviz.space_generator.rules` is msviz's RuleSet of them.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ The line's fields are described in :mod:`msviz.records.environment`. It keeps th
 decide what is drawn and how it is timed (target, seed, preset and every knob, rules, strategy,
 budgets, task scheduler, check, evaluator config); not where it runs: the builder, runner, their
 timeouts, the threads, ``resume`` and ``end_to_end_check`` take the reader's defaults.
+
+The same concept in the records: :mod:`msviz.records.environment` reads the line.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Fields of the main kinds (every task event also has ``task_index``):
   ``match``, ``max_abs_diff``, ``fallback`` (names of the tasks with no tuned record),
   ``error``, ``draws``, ``untuned_draws_us`` / ``tuned_draws_us`` (each draw's time) and
   ``untuned_spread`` / ``tuned_spread`` (the slowest draw over the least); see
-  :func:`msviz.bench.model.check_model`.
+  :func:`msviz.bench.model_check.check_model`.
 * ``untuned`` (a model's, once, after setting up; see :mod:`msviz.engine.measure.untuned`):
   ``tasks``, one ``{"index", "name", "untuned_us", "error"}`` per task.
 * ``model_latency`` (after setting up and after each measured batch, before a pause; the

@@ -8,6 +8,8 @@ second is counted once, under the innermost stage, and the stages of a batch sum
 time; what no timer covers is ``other``. A batch's row is closed when its measurement ends
 (after the cost model's update); the time from there to the next close (the next pick, the
 search, a pause, ...) is the next batch's.
+
+The same concept read and drawn: :mod:`msviz.records.profile`, :mod:`msviz.views.profile`.
 """
 
 from __future__ import annotations

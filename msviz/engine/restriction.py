@@ -7,6 +7,8 @@ site, :mod:`msviz.analysis.importance`). The result, a :class:`Restriction`, say
 words with its evidence, holds the edited :class:`RuleSet`, and re-runs the task with it
 (:meth:`Restriction.rerun`: a new :class:`Session` on the same workload and target, a fresh work
 dir, the same trial budget), to compare with ``msviz.compare(run, session)``.
+
+The same concept one room down: :mod:`msviz.analysis.restriction` computes the edits.
 """
 
 from __future__ import annotations

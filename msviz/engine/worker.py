@@ -23,7 +23,7 @@ from typing import Any
 
 from msviz import compat
 from msviz.bench import draws as check_draws_mod
-from msviz.bench.model import run_check
+from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_draws
 from msviz.engine.config import SessionConfig
 from msviz.engine.control import (

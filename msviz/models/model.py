@@ -244,7 +244,7 @@ def inputs_of(mod: tvm.IRModule, func_name: str) -> list[tuple[str, tuple[int, .
                                 "msviz tunes models with static shapes")
         dims = []
         for dim in shape.values:
-            if not isinstance(dim, tvm.tirx.IntImm):
+            if not isinstance(dim, compat.tir.IntImm):
                 raise WorkloadError(
                     f"dynamic shapes are not supported: model input {name!r} has shape "
                     f"{[str(d) for d in shape.values]} (dimension {dim} is symbolic); give it "

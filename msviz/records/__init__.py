@@ -1,4 +1,5 @@
-"""What was measured, as plain data: MetaSchedule work dirs read into tables."""
+"""What was measured, as plain data: MetaSchedule work dirs and bundles read into tables. Only
+reads: writing is :mod:`msviz.archive`'s, building and running kernels the engine's."""
 
 from msviz.records.live import LiveRun
 from msviz.records.row import ALL_COLUMNS, STATUSES, TRIAL_COLUMNS

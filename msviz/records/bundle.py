@@ -2,7 +2,8 @@
 (Writing one is :mod:`msviz.archive.bundle`'s: the same bundle, the other way.)
 
 ``msviz bundle WORK_DIR -o run.zip`` (:func:`msviz.archive.bundle.write_bundle`) packs the
-stock database files, the logs and msviz's sidecar under ``work_dir/`` in the zip, next to a small ``manifest.json``::
+stock database files, the logs and msviz's sidecar under ``work_dir/`` in the zip, next to a
+small ``manifest.json``::
 
     {"format": 1, "msviz_version": "0.1.0", "created": "...", "name": "my-run",
      "environment": {...the sidecar's last environment line, or null...},

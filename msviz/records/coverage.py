@@ -1,6 +1,8 @@
 """What a tuning library covers of a model, before any trial: :func:`coverage` fills
 :class:`~msviz.records.coverage_types.Coverage` from a :class:`~msviz.records.library.Library`
-and a model's tasks; :func:`coverage_text` prints it as a table (the CLI's output)."""
+and a model's tasks; :func:`coverage_text` prints it as a table (the CLI's output).
+
+The same concept one room up: :mod:`msviz.views.coverage` draws it."""
 
 from __future__ import annotations
 

@@ -118,10 +118,10 @@ def _parse_run_secs(text: str) -> tuple[tuple[float, ...] | None, bool]:
     # stock reads a JSON boolean in run_secs as 1.0 or 0.0 (an int to its FloatImm)
     if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
         raise ValueError("run_secs is not a list of numbers")
-    return _checked_run_secs(tuple(float(v) for v in values))
+    return checked_run_secs(tuple(float(v) for v in values))
 
 
-def _checked_run_secs(values: tuple[float, ...]) -> tuple[tuple[float, ...], bool]:
+def checked_run_secs(values: tuple[float, ...]) -> tuple[tuple[float, ...], bool]:
     """(``values``, whether each is at least :data:`MIN_RUN_SECS`); ValueError where stock
     ``JSONDatabase`` would refuse one (NaN fails every comparison)."""
     if all(MIN_RUN_SECS <= v <= _MOST_RUN_SECS for v in values):  # any real measurement
@@ -197,7 +197,7 @@ class _LineParser:
             inner = buf[start + 1 : target_start - 1]
             # float() reads JSON numbers (and refuses true/false/strings): no JSON parse per line
             if inner.strip():
-                run_secs, plausible = _checked_run_secs(tuple(map(float, inner.split(b","))))
+                run_secs, plausible = checked_run_secs(tuple(map(float, inner.split(b","))))
             else:
                 run_secs = ()
         raw_target = buf[target_start + 1 : target_end + 1]

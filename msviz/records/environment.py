@@ -19,6 +19,8 @@ sidecar line ``{"kind": "environment", ...}`` with what it takes to reproduce th
 ``workload`` is the PrimFunc a session tuned (null for a model), ``model`` the model (null for
 one PrimFunc); their ``source`` names the catalogue entry it was built from (None for a user's
 own program). :func:`rules_from_json` rebuilds the :class:`RuleSet`.
+
+The same concept in the engine: :mod:`msviz.engine.environment` writes the line.
 """
 
 from __future__ import annotations
@@ -26,8 +28,6 @@ from __future__ import annotations
 import os
 import platform
 from typing import Any
-
-import tvm
 
 from msviz import compat
 from msviz.records.sidecar import Sidecar
@@ -63,19 +63,11 @@ def _cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, list[str]]:
 def host_facts() -> dict[str, Any]:
     """Versions and CPU of this machine (the ``versions`` and ``host`` of an environment)."""
     name, flags = _cpuinfo()
-    try:
-        import tvm_ffi  # optional: older TVM wheels bundle their FFI
-
-        ffi_version = str(tvm_ffi.__version__)
-    except ImportError:  # pragma: no cover
-        ffi_version = None
-    try:
-        llvm = str(tvm.target.codegen.llvm_version_major())
-    except Exception:  # a TVM built without LLVM
-        llvm = None
+    ffi_version = compat.tvm_ffi_version()
+    llvm = compat.llvm_version()
     cpu = compat.host_cpu()
     return {
-        "versions": {"msviz": __version__, "tvm": str(tvm.__version__), "tvm_ffi": ffi_version,
+        "versions": {"msviz": __version__, "tvm": compat.tvm_version(), "tvm_ffi": ffi_version,
                      "llvm": llvm, "python": platform.python_version()},
         "host": {"cpu": name or platform.processor() or None, "mcpu": cpu.mcpu,
                  "features": flags or list(cpu.features), "cores": compat.host_cores(),
@@ -130,7 +122,7 @@ def environment(*, target: Any, seed: int | None, preset: str, knobs: dict[str, 
         Further settings to keep (``max_trials_per_task``, ``task_scheduler``, ``check``,
         ``evaluator_config``), JSON-able.
     """
-    if isinstance(target, tvm.target.Target):
+    if isinstance(target, compat.Target):
         target = target.export()
     return {
         **host_facts(),

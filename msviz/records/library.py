@@ -18,7 +18,6 @@ written by another TVM release) is named once in :attr:`Library.problems` and wa
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import math
 import os
@@ -30,8 +29,6 @@ import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
-
-import tvm
 
 from msviz import compat
 from msviz.errors import BundleError, MsvizWarning
@@ -51,7 +48,7 @@ __all__ = ["Library", "LibraryEntry", "workload_keys"]
 #: Bumped when what a cached index holds changes.
 INDEX_FORMAT = 1
 _RELEASE = r"\s*v?(\d+)\.(\d+)"
-_find_anchor = getattr(importlib.import_module("tvm.s_tir.analysis"), "find_anchor_sblock", None)
+_find_anchor = compat.find_anchor_sblock
 
 
 class LibraryEntry(NamedTuple):
@@ -103,9 +100,9 @@ def workload_keys(mod: Any) -> tuple[str, str | None, str | None, tuple[int, ...
 def _other_tvm(path: Path, version: Any) -> str | None:
     """The problem of a source written by another TVM release (None: the same, or unknown);
     releases are compared as major.minor (``0.27.0.post1`` is 0.27: its traces replay)."""
-    theirs, here = re.match(_RELEASE, str(version or "")), re.match(_RELEASE, tvm.__version__)
+    theirs, here = re.match(_RELEASE, str(version or "")), re.match(_RELEASE, compat.tvm_version())
     return None if theirs is None or here is None or theirs.groups() == here.groups() else (
-        f"{path}: written with TVM {version}, this is {tvm.__version__}: skipped (its traces "
+        f"{path}: written with TVM {version}, this is {compat.tvm_version()}: skipped (its traces "
         "may not replay)")
 
 
@@ -363,7 +360,7 @@ class Library:
         valid; None when it cannot be read (a problem named)."""
         found = index = None
         try:
-            key = json.dumps({"format": INDEX_FORMAT, "tvm": str(tvm.__version__),
+            key = json.dumps({"format": INDEX_FORMAT, "tvm": compat.tvm_version(),
                               "path": str(path.resolve()),
                               "files": _input_stats(work_dir, path if bundle else None)})
             if self._cache and (index := _load_cache(path, key)) is not None:

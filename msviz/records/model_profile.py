@@ -7,6 +7,9 @@ fresh processes) and appends a ``model_profile`` line to the sidecar
 such line. Profiling anew builds and runs the model: that is the engine's measuring room's
 (:func:`msviz.engine.measure.bench.profile_run`), which turns its data into the same frame
 (:func:`model_profile_frame`, pure).
+
+The same concept measured and drawn: :mod:`msviz.bench.model_profile`,
+:mod:`msviz.views.model_profile`.
 """
 
 from __future__ import annotations

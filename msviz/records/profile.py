@@ -5,6 +5,9 @@ Stock MetaSchedule keeps no timings in a work dir (``ms.Profiler`` prints them a
 per-task logs stamp each ``Trial #n`` line to the second, and a batch's trials are logged
 together when the batch has been measured; the time from one batch's stamp to the next is what
 that batch took, all stages together.
+
+The same concept in the engine and drawn: :mod:`msviz.engine.profile` records it,
+:mod:`msviz.views.profile` draws it.
 """
 
 from __future__ import annotations

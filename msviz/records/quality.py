@@ -17,6 +17,8 @@ Where the points come from:
   of the size its ``Sending N sample(s) to builder`` line says; a batch's results are known when
   the next pick starts, as the stock ``LocalRunner`` returns only once it has run the batch) and
   the records of each task in file order. Stock logs stamp to the second.
+
+The same concept drawn: :mod:`msviz.views.quality`.
 """
 
 from __future__ import annotations

@@ -58,6 +58,10 @@ class Run:
     work_dir : str | Path
         A directory holding ``database_workload.json`` and ``database_tuning_record.json``
         (and usually ``logs/``), as written by ``tune_tir``, ``tune_tasks`` or msviz.
+    actions : RunActions
+        What a trial's check, a fresh model profile and the exports are handed to
+        (:mod:`msviz.records.run_actions`): ``msviz.open`` gives the engine's; without it they
+        say to open the work dir with ``msviz.open``.
 
     Attributes
     ----------

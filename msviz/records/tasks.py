@@ -1,4 +1,6 @@
-"""A run's per-task table (MetaSchedule's task table) from its trials: :func:`tasks_frame`."""
+"""A run's per-task table (MetaSchedule's task table) from its trials: :func:`tasks_frame`.
+
+The same concept drawn: :mod:`msviz.views.tasks`."""
 
 from __future__ import annotations
 

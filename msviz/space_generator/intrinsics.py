@@ -6,6 +6,8 @@ block ``meta_schedule.auto_tensorize = <intrinsic>``; the postproc ``RewriteTens
 each annotated block with the intrinsic's implementation. msviz derives the rule from the whole
 target (as MetaSchedule does when it picks the rules itself), and when the intrinsic cannot work
 says which reason applies, and tunes without it instead of failing every candidate.
+
+The same concept one room down: :mod:`msviz.compat.intrinsics` names TVM's.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ and hand it to ``Session(rules=...)`` or ``session.set_rules(...)``::
     rules.remove("RandomComputeLocation")
 
 Invalid parameters raise :class:`RuleError`, naming the rule and the parameter.
+
+The same concept one room down: :mod:`msviz.compat.rules` names TVM's defaults.
 """
 
 from __future__ import annotations

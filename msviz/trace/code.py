@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-import tvm
-
 from msviz import compat
 from msviz.trace.source import target_of
 
@@ -30,14 +28,14 @@ __all__ = [
 SOURCE_FORMATS = {"llvm": ("ll", "asm"), "c": ("c",), "cuda": ("cuda", "host-ll", "host-asm")}
 
 
-def _mod_of(obj: Any) -> tvm.IRModule:
+def _mod_of(obj: Any) -> compat.IRModule:
     """The scheduled IRModule of a Schedule, Replay, Trial, IRModule or PrimFunc."""
-    if isinstance(obj, tvm.IRModule):
+    if isinstance(obj, compat.IRModule):
         return obj
     if isinstance(obj, compat.tir.PrimFunc):
-        return tvm.IRModule({"main": obj})
+        return compat.IRModule({"main": obj})
     mod = getattr(obj, "mod", None)  # Schedule, Replay, Trial, Workload
-    if isinstance(mod, tvm.IRModule):
+    if isinstance(mod, compat.IRModule):
         return mod
     sch = getattr(obj, "sch", None)  # MeasureCandidate
     if sch is not None:
@@ -65,12 +63,12 @@ def tvmscript(obj: Any) -> str:
     return _mod_of(obj).script()
 
 
-def _bind(mod: tvm.IRModule, target: Any) -> tuple[tvm.IRModule, tvm.target.Target]:
+def _bind(mod: compat.IRModule, target: Any) -> tuple[compat.IRModule, compat.Target]:
     """Bind ``target`` (with its host) to every function, as ``tvm.tirx.build`` does."""
     target = compat.make_target(target)
     host = target.host
     if host is None:
-        cpu = target.get_target_device_type() == tvm.runtime.Device._DEVICE_NAME_TO_TYPE["cpu"]
+        cpu = target.get_target_device_type() == compat.cpu_device_type()
         host = target if cpu else compat.make_target("llvm")
     bound = target.with_host(host)
     return compat.tir.transform.BindTarget(bound)(mod), bound
@@ -97,7 +95,7 @@ def lowered_tir(obj: Any, target: Any = None) -> str:
     pipeline = compat.tir.get_tir_pipeline("default")
     if isinstance(pipeline, tuple):  # (pipeline, finalize_host, finalize_device)
         pipeline = pipeline[0]
-    with bound, tvm.transform.PassContext():
+    with bound, compat.PassContext():
         return pipeline(mod).script()
 
 
@@ -129,7 +127,7 @@ def generated_source(obj: Any, target: Any = None, fmt: str | None = None) -> st
     """
     target = target_of(obj) if target is None else target
     if isinstance(target, str) and target == "c":
-        target = tvm.target.Target("c")
+        target = compat.Target("c")
     target = compat.make_target(target)
     kind = target.kind.name
     formats = SOURCE_FORMATS.get(kind, ("",))
@@ -137,7 +135,7 @@ def generated_source(obj: Any, target: Any = None, fmt: str | None = None) -> st
     if fmt not in formats:
         raise ValueError(f"fmt must be one of {formats} for a {kind} target, not {fmt!r}")
     if kind == "c":  # the C backend has no vector types: emit vectorized loops as plain loops
-        with tvm.transform.PassContext(config={"tirx.disable_vectorize": True}):
+        with compat.PassContext(config={"tirx.disable_vectorize": True}):
             rt = build(obj, target)
     else:
         rt = build(obj, target)
@@ -163,10 +161,8 @@ def compile_cuda(source: str, *, arch: str = "sm_90", target_format: str = "ptx"
     target_format : str
         ``"ptx"`` or ``"cubin"``.
     """
-    from tvm.support import nvcc
-
     with compat.make_target("cuda"):
-        out = nvcc.compile_cuda(source, target_format=target_format, arch=arch, compiler="nvcc")
+        out = compat.nvcc_compile_cuda(source, target_format=target_format, arch=arch)
     return bytes(out)
 
 

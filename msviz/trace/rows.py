@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-import tvm
 
 from msviz import compat
 from msviz.trace.source import resolve_trace
@@ -102,15 +101,14 @@ def _render_input(value: Any, names: dict[Any, str]) -> Any:
         return value.value
     if isinstance(value, (list, tuple)) or type(value).__name__ in ("Array", "List"):
         return [_render_input(v, names) for v in value]
-    if isinstance(value, tvm.ir.Expr):  # TVM 0.27: prim expressions derive from it
+    if isinstance(value, compat.IRExpr):  # TVM 0.27: prim expressions derive from it
         return _rename_expr(value, names)
     return str(value)
 
 
 def _rename_expr(expr: Any, names: dict[Any, str]) -> str:
     """An expression over random variables, written with their trace names."""
-    from tvm.tirx import stmt_functor
-
+    stmt_functor = compat.stmt_functor()
     mapping = {}
 
     def visit(node: Any) -> None:

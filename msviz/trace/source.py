@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import tvm
-
 from msviz import compat, workloads
 
 __all__ = ["TraceSource", "resolve_mod", "resolve_trace", "target_of"]
@@ -32,7 +30,7 @@ class TraceSource(NamedTuple):
     mod: Any
 
 
-def resolve_mod(mod: Any) -> tvm.IRModule:
+def resolve_mod(mod: Any) -> compat.IRModule:
     """The workload IRModule for anything msviz calls a workload.
 
     Parameters
@@ -45,7 +43,7 @@ def resolve_mod(mod: Any) -> tvm.IRModule:
     mod : tvm.IRModule
         Normalized the way MetaSchedule keys its database (one PrimFunc named ``main``).
     """
-    if isinstance(mod, tvm.IRModule):
+    if isinstance(mod, compat.IRModule):
         funcs = [f for _, f in mod.functions_items() if isinstance(f, compat.tir.PrimFunc)]
         if len(funcs) == 1 and "main" in [gv.name_hint for gv in mod.get_global_vars()]:
             return mod

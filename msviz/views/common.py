@@ -1,5 +1,7 @@
 """What the view functions share: how failures are told apart, a figure that says in words
-why it has no data yet, round ticks on log axes, and quiet empty-data warnings."""
+why it has no data yet, round ticks on log axes, and quiet empty-data warnings.
+
+The same concept one room up: :mod:`msviz.widgets.common` is what the widgets share."""
 
 from __future__ import annotations
 

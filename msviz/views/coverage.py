@@ -5,6 +5,8 @@ The coverage (:class:`~msviz.records.coverage_types.Coverage`) comes from a sess
 ``library_coverage`` event (:func:`coverage_of_events`) or a work dir's sidecar line of the same
 kind (``Run.coverage``). A task's *share* is its part of the model's untuned weighted latency
 (weight x untuned latency over the sum); latencies are µs.
+
+The same concept one room down: :mod:`msviz.records.coverage` computes it.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Pure functions: :func:`devices_info` takes what the tracker said (a ``devices`` 
 query) and the trials table (its ``device`` and ``timestamp`` columns), and returns a small info;
 :func:`devices_figure` draws candidates per device and per minute; :func:`devices_text` is the
 CLI's rendering.
+
+The same concept in the engine: :mod:`msviz.engine.control.devices` waits for them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Evolutionary search, generation by generation, from a session's events."""
+"""Evolutionary search, generation by generation, from a session's events.
+
+The same concept in the engine: :mod:`msviz.engine.search.evolution` is the search."""
 
 from __future__ import annotations
 

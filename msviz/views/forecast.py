@@ -9,6 +9,8 @@ task after each of its batches, ``history_ms``: its best latency then) with the 
 forecasts whose outcome fell inside their band; with a time budget, the model's weighted latency
 forecast at its end (``at_budget``). Times are the session's tuning seconds (paused time not
 counted), latencies µs here (the events carry ms).
+
+The same concept in the engine: :mod:`msviz.engine.task_scheduler.forecast` is the scheduler.
 """
 
 from __future__ import annotations

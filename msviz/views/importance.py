@@ -2,6 +2,8 @@
 
 The importance itself (PED-ANOVA over a task's decisions) is computed in
 :mod:`msviz.analysis.importance`; its names are re-exported here, where the figure's info lives.
+
+(The same concept one room down: :mod:`msviz.analysis.importance`.)
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ untuned kernel, as an info, a plotly bar chart, an HTML table (Tasks tab, report
 
 Fed from ``Run.model_profile()`` / ``Session.model_profile()`` (a frame) or from a session's
 ``model_profile`` event (its data, made a frame with the same threshold).
+
+The same concept measured and read: :mod:`msviz.bench.model_profile`,
+:mod:`msviz.records.model_profile`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Infos and figures for the trial plots: every trial's latency, cost model vs measurement,
-decisions vs performance (parallel coordinates), and per-task bars."""
+decisions vs performance (parallel coordinates), and per-task bars.
+
+The same concept one room up: :mod:`msviz.widgets.plots` renders these infos as widgets."""
 
 from __future__ import annotations
 

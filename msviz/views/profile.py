@@ -5,6 +5,8 @@
 seconds per batch by stage, totals by stage with their share of the wall time, and seconds per
 task. A stock work dir's profile has one stage, the time between batches from its logs, and the
 info says so (``source="logs"``).
+
+The same concept recorded and read: :mod:`msviz.engine.profile`, :mod:`msviz.records.profile`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ for a stock work dir, from its records and its task-scheduler log
 (:mod:`msviz.records.quality`). A stock work dir has no untuned times: pass them
 (``untuned=``), or borrow another run's of the same workloads (:func:`borrow_untuned`);
 without them the estimate is unknown until every task has a successful trial.
+
+The same concept as stored: :mod:`msviz.records.quality`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """What the search skipped because it raised (a session's quarantine), as lines for the Trials
-tab and the report."""
+tab and the report.
+
+The same concept in the engine: :mod:`msviz.engine.search.quarantine` keeps it."""
 
 from __future__ import annotations
 

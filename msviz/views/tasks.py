@@ -14,6 +14,8 @@ event and sidecar line), as the time-to-quality curve counts it
 leaving the task out would make the model look faster than any build of it can be.
 ``ModelLatencyInfo.known_from`` says from which trial it is known, ``TasksInfo.untuned_tasks``
 how many tasks it still counts at their untuned time.
+
+The same concept read: :mod:`msviz.records.tasks`.
 """
 
 from __future__ import annotations
@@ -250,7 +252,7 @@ def tasks_info(tasks: Any, trials: pd.DataFrame | None, scheduled: Any = None, *
 
 def end_to_end_info(event: Any) -> EndToEndInfo:
     """The end-to-end result of an ``end_to_end`` event (or its data as a dict): each time the
-    least of its draws (fresh processes; :func:`msviz.bench.model.check_model`) and their
+    least of its draws (fresh processes; :func:`msviz.bench.model_check.check_model`) and their
     spread, one draw for a check recorded before there were draws."""
     untuned, tuned = _get(event, "untuned_us"), _get(event, "tuned_us")
     speedup = untuned / tuned if untuned is not None and tuned else None

@@ -1,4 +1,6 @@
-"""What the widgets share: the linked trial selection, code highlighting, error display."""
+"""What the widgets share: the linked trial selection, code highlighting, error display.
+
+The same concept one room down: :mod:`msviz.views.common` is what the view functions share."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
+from msviz.compat.figure_widgets import unvalidated_figure_widget
 from msviz.views._plotly_imports import go, pio
 
 __all__ = ["ErrorArea", "ErrorGuard", "Selection", "code_html", "figure_widget", "layout_leaves",
@@ -161,9 +164,7 @@ def figure_widget() -> Any:
     Validation is on again after (an unvalidated figure would not send its later property
     changes to the browser).
     """
-    widget = go.FigureWidget(layout={"template": _template_json()}, _validate=False)
-    widget._validate = widget._layout_obj._validate = True
-    return widget
+    return unvalidated_figure_widget(go.FigureWidget, {"template": _template_json()})
 
 
 @functools.cache

@@ -1,5 +1,7 @@
 """The plots panel: best so far (by trial or wall time), every trial, cost model, decisions,
-per-task bars; plotly FigureWidgets updated in place."""
+per-task bars; plotly FigureWidgets updated in place.
+
+The same concept one room down: :mod:`msviz.views.plots` makes their infos and figures."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from msviz import compat
 from msviz.trace.spaces import trial_decisions
 from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
@@ -30,7 +33,7 @@ def show_figure(widget: Any, fig: Any) -> None:
     """
     # the widget's own layout dict, read without the deep copy of to_plotly_json() (its
     # template alone is over a thousand dicts): layout_leaves only reads it
-    shown = getattr(widget, "_layout", None)
+    shown = compat.shown_layout(widget)
     if not isinstance(shown, dict):
         shown = widget.layout.to_plotly_json()
     stale = set(layout_leaves(shown)) - set(layout_leaves(fig.layout.to_plotly_json()))

@@ -4,6 +4,7 @@ a TE function, a PrimFunc, an IRModule or TVMScript text)."""
 
 from msviz.workloads.te_catalogue import (
     DESCRIPTIONS,
+    INT8,
     Workload,
     catalogue,
     configs,
@@ -12,4 +13,4 @@ from msviz.workloads.te_catalogue import (
     resolve,
 )
 
-__all__ = ["DESCRIPTIONS", "Workload", "catalogue", "configs", "flop_count", "get", "resolve"]
+__all__ = ["DESCRIPTIONS", "INT8", "Workload", "catalogue", "configs", "flop_count", "get", "resolve"]

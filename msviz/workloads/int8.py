@@ -25,9 +25,9 @@ LANES, BYTES = 16, 4
 
 
 def _te() -> Any:
-    from tvm import te  # heavy: imported when an int8 workload is first built
+    from msviz import compat  # heavy: TVM, imported when an int8 workload is first built
 
-    return te
+    return compat.te
 
 
 def _need(cond: bool, what: str, sizes: tuple) -> None:

@@ -12,13 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import tvm
-
+from msviz import compat
 from msviz.compat import normalize_mod, tir
 from msviz.errors import WorkloadError
 from msviz.workloads import int8 as int8_workloads
 
-__all__ = ["DESCRIPTIONS", "Workload", "catalogue", "configs", "flop_count", "get", "resolve"]
+__all__ = ["DESCRIPTIONS", "INT8", "Workload", "catalogue", "configs", "flop_count", "get", "resolve"]
 
 #: What each catalogue name computes (MetaSchedule's abbreviations).
 DESCRIPTIONS = {
@@ -47,9 +46,7 @@ INT8 = ("I8DP", "I8DU", "I8C2D")
 
 def _te_workload() -> Any:
     # heavy (MetaSchedule's testing package): imported when a catalogue workload is first built
-    from tvm.s_tir.meta_schedule.testing import te_workload
-
-    return te_workload
+    return compat.te_workload()
 
 
 def configs() -> dict[str, tuple[Any, list[tuple]]]:
@@ -63,12 +60,10 @@ def catalogue() -> dict[str, list[tuple]]:
     return {name: list(table[name][1]) for name in DESCRIPTIONS if name in table}
 
 
-def flop_count(mod: tvm.IRModule) -> float:
+def flop_count(mod: compat.IRModule) -> float:
     """The FLOP count MetaSchedule's task table shows for a workload (``estimate_tir_flops``)."""
-    from tvm.s_tir.analysis import estimate_tir_flops
-
     try:
-        return float(estimate_tir_flops(mod))
+        return float(compat.estimate_tir_flops(mod))
     except Exception:  # some ops (e.g. data-dependent loops) have no estimate
         return float("nan")
 
@@ -90,7 +85,7 @@ class Workload:
     """
 
     name: str
-    mod: tvm.IRModule = field(repr=False, compare=False)
+    mod: compat.IRModule = field(repr=False, compare=False)
     flop: float = float("nan")
     description: str = ""
 
@@ -145,10 +140,8 @@ def get(name: str, index: int | None = None, *, shape: tuple | None = None) -> W
                 f"workload {key} has sizes 0..{len(sizes) - 1} ({sizes}), got index {index}"
             )
         params, label = sizes[index], f"{key}-{index}"
-    from tvm import te
-
     try:
-        prim_func = te.create_prim_func(func(*params))
+        prim_func = compat.te.create_prim_func(func(*params))
     except Exception as err:
         raise WorkloadError(f"cannot build workload {label} with sizes {params}: {err}") from err
     mod = normalize_mod(prim_func)
@@ -178,7 +171,7 @@ def resolve(workload: Any, *, name: str | None = None) -> Workload:
         label = name or (str(attrs["global_symbol"]) if "global_symbol" in attrs else "main")
         mod = normalize_mod(workload)
         return Workload(label, mod, flop_count(mod), "user PrimFunc")
-    if isinstance(workload, tvm.IRModule):
+    if isinstance(workload, compat.IRModule):
         funcs = [(gv.name_hint, f) for gv, f in workload.functions_items()
                  if isinstance(f, tir.PrimFunc)]
         if len(funcs) != 1:
@@ -195,10 +188,8 @@ def resolve(workload: Any, *, name: str | None = None) -> Workload:
 
 
 def _parse_script(text: str) -> Any:
-    from tvm.script import from_source
-
     try:
-        return from_source(text)
+        return compat.parse_script(text)
     except Exception as err:
         first = str(err).strip().splitlines()
         raise WorkloadError(

@@ -64,7 +64,7 @@ def plots_tab_seconds(root: Path, work_dir: str, trials: int, *, reopen: int = 2
         "import msviz\n"
         f"session = msviz.Session('GMM-0', work_dir={work_dir!r}, resume=True,\n"
         f"                        max_trials={trials + 16}, trials_per_batch=8)\n"
-        "dash = session.dashboard()\n"
+        "dash = msviz.dashboard(session)\n"
         "dash"
     )
     nb = nbformat.v4.new_notebook()

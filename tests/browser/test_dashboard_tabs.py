@@ -28,7 +28,7 @@ CELLS = [
     "session = msviz.Session('GMM-0', work_dir='wd', max_trials=16, trials_per_batch=8,\n"
     "                        population_size=16, init_min_unmeasured=8, genetic_num_iters=1,\n"
     "                        seed=7)\n"
-    "dash = session.dashboard()\n"
+    "dash = msviz.dashboard(session)\n"
     "session.start()\n"
     "dash",
 ]

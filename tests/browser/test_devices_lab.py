@@ -26,7 +26,7 @@ CELLS = [
     "                        trials_per_batch=4, population_size=16, init_min_unmeasured=8,\n"
     "                        genetic_num_iters=1, seed=7,\n"
     "                        evaluator_config={'number': 1, 'repeat': 1, 'min_repeat_ms': 0})\n"
-    "dash = session.dashboard()\n"
+    "dash = msviz.dashboard(session)\n"
     "session.start()\n"
     "dash",
 ]

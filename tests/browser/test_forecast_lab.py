@@ -71,7 +71,7 @@ def _poll(check, timeout: float, what: str) -> dict:
 def test_forecast_section_live(tmp_path: Path) -> None:
     cells = ["import msviz\n"
              f"session = msviz.Session('mlp', work_dir='wd', {KNOBS})\n"
-             "dash = session.dashboard(); session.step('batch')\n"
+             "dash = msviz.dashboard(session); session.step('batch')\n"
              "dash"]
     with lab_notebook(tmp_path, "forecast.ipynb", cells, ARTIFACTS,
                       "tab-tasks-forecast-failure.png", wait_for_cells=False,

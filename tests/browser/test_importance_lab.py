@@ -38,7 +38,7 @@ def test_importance_and_rerun_in_jupyterlab(tmp_path: Path) -> None:
         "                  population_size=16, init_min_unmeasured=8, genetic_num_iters=1,\n"
         "                  seed=2)\n"
         "s.start(); assert s.wait(400) == 'finished'\n"
-        "d = s.dashboard()\n"
+        "d = msviz.dashboard(s)\n"
         "d.plots.importance.rerun_options = {'max_trials': 4, 'trials_per_batch': 4, 'seed': 3}\n"
         "d",
     ]

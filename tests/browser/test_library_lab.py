@@ -66,7 +66,7 @@ def test_library_coverage_and_lineage_in_lab(tmp_path: Path) -> None:
     root.mkdir()
     carried = _tune(root)
     assert carried >= 1
-    cells = ["import msviz\nrun = msviz.open('wd')\ndash = run.dashboard()\ndash"]
+    cells = ["import msviz\nrun = msviz.open('wd')\ndash = msviz.dashboard(run)\ndash"]
     with lab_notebook(tmp_path, "library.ipynb", cells, ARTIFACTS,
                       "tab-tasks-library-failure.png") as driver:
         _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard .lm-TabBar-tab')]"

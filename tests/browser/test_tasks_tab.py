@@ -58,7 +58,7 @@ def _dashboard_cells(work_dir: Path) -> list[str]:
     """A notebook that opens ``work_dir`` and shows its dashboard."""
     return ["import msviz\n"
             f"run = msviz.open({str(work_dir)!r})\n"
-            "dash = run.dashboard()\n"
+            "dash = msviz.dashboard(run)\n"
             "dash"]
 
 

@@ -36,7 +36,7 @@ def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
     cells = [
         "import asyncio, threading, time, ipywidgets as W, msviz\n"
         f"session = msviz.Session('mlp', work_dir='wd1', seed=1, {KNOBS})\n"
-        "dash = session.dashboard(); session.step('batch')\n"
+        "dash = msviz.dashboard(session); session.step('batch')\n"
         "dash",
         "box = W.VBox(); loop = asyncio.get_running_loop()\n"
         "def later():\n"

@@ -313,7 +313,7 @@ def test_trial_check_on_a_stock_work_dir(tmp_path: Path) -> None:
     (10.0, (1, 1)),    # an untuned BERT on 2 cores: one run, never none
 ])
 def test_end_to_end_timing_fits_its_budget(first_s: float, expected: tuple[int, int]) -> None:
-    from msviz.bench.model import timing_runs
+    from msviz.bench.model_check import timing_runs
 
     assert timing_runs(first_s, 10, 3, budget_s=5.0) == expected
 
@@ -321,7 +321,7 @@ def test_end_to_end_timing_fits_its_budget(first_s: float, expected: tuple[int, 
 def test_model_outputs_match_relative_to_their_scale() -> None:
     """ResNet-50-like logits (thousands): another summation order is a match, a kernel wrong by
     a hundredth of the scale is not; small outputs keep the absolute tolerance."""
-    from msviz.bench.model import outputs_match
+    from msviz.bench.model_check import outputs_match
 
     ref = np.linspace(-7000.0, 7000.0, 1001, dtype="float32")
     close = ref + np.float32(0.0117)  # 1.7e-6 of the scale: what ResNet-50's tuned build gave
@@ -340,7 +340,7 @@ def test_model_outputs_match_relative_to_their_scale() -> None:
 
 def test_end_to_end_times_are_the_least_draw() -> None:
     """Three draws of a machine whose second process ran in its slow mode (~2x)."""
-    from msviz.bench.model import end_to_end_times
+    from msviz.bench.model_check import end_to_end_times
 
     draws = [{"untuned_us": 100.0, "tuned_us": 20.0}, {"untuned_us": 190.0, "tuned_us": 41.0},
              {"untuned_us": 104.0, "tuned_us": 25.0}]
@@ -359,7 +359,7 @@ def test_end_to_end_times_are_the_least_draw() -> None:
 def test_end_to_end_view_shows_the_least_and_the_spread() -> None:
     """The Tasks tab's and the report's end-to-end line, from a check of three draws and
     from one recorded before there were draws."""
-    from msviz.bench.model import end_to_end_times
+    from msviz.bench.model_check import end_to_end_times
     from msviz.views.tasks import EndToEndInfo, end_to_end_html, end_to_end_info
 
     data = {"match": True, "max_abs_diff": 0.0, "fallback": [], "error": None,

@@ -18,10 +18,10 @@ import pytest
 import msviz
 from msviz import compat
 from msviz.bench.model_profile import match_call
-from msviz.records.model_profile import MODEL_PROFILE_COLUMNS
 from msviz.engine import SessionStateError
 from msviz.errors import MsvizError
 from msviz.models import load
+from msviz.records.model_profile import MODEL_PROFILE_COLUMNS
 from msviz.records.sidecar import SIDECAR_FILE
 from tests.engine.conftest import TINY, make_tiny_session
 

@@ -49,10 +49,10 @@ def test_devices_view_shows_servers_queue_and_waiting() -> None:
 
 def test_dashboard_has_a_devices_tab_last_only_over_rpc(tmp_path: Path) -> None:
     local = msviz.Session("GMM-0", work_dir=tmp_path / "a", max_trials=4)
-    assert "Devices" not in local.dashboard().tabs.titles
+    assert "Devices" not in msviz.dashboard(local).tabs.titles
     remote = msviz.Session("GMM-0", work_dir=tmp_path / "b", max_trials=4,
                            runner=RPCSpec("127.0.0.1", 9, "cpu"))
-    dash = remote.dashboard()
+    dash = msviz.dashboard(remote)
     assert dash.tabs.titles[-1] == "Devices" and dash.devices is not None
     assert "no server registered" in dash.devices.summary.value
 

@@ -26,7 +26,7 @@ from tests.conftest import require
 def test_run_dashboard_shows_failures_by_cause(stock_run) -> None:
     from msviz.widgets import Dashboard
 
-    dash = stock_run.dashboard()
+    dash = msviz.dashboard(stock_run)
     assert isinstance(dash, Dashboard) and dash.session is None
     assert dash.tabs.titles == ("Trials", "Plots", "Time", "Trace", "Code")
     assert "Failures by cause" in dash.triage.value and "killed after 0.001" in dash.triage.value

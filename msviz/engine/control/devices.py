@@ -1,6 +1,8 @@
 """Waiting for RPC devices: what the tracker holds (a ``devices`` event), and with no server
 under the key, the state ``"waiting"`` (``waiting_for_devices`` events), pausable and stoppable,
-until one registers or the runner's ``wait_timeout`` passes."""
+until one registers or the runner's ``wait_timeout`` passes.
+
+The same concept drawn: :mod:`msviz.views.devices`."""
 
 from __future__ import annotations
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm.support.popen_pool import StatusKind
-
 from msviz import compat
 from msviz.engine.measure.worker_pool import NamingPoolExecutor
 
@@ -25,15 +23,14 @@ BUILDERS = ("local",)
 #: Batches a warm builder pool builds before it is replaced.
 RECYCLE_AFTER = 50
 
-# TVM's LocalBuilder worker (build with f_build, export with the default export); private, read
-# here and nowhere else in msviz.
-_worker_func = compat.ms.builder.local_builder._worker_func
+# TVM's LocalBuilder worker (build with f_build, export with the default export)
+_build_one = compat.local_builder_worker
 
 
 def build_artifact(f_build: Any, mod: Any, target: Any) -> str:
     """Build one candidate as ``LocalBuilder``'s worker does (``f_build``, or MetaSchedule's
     default build when None, then its default export); returns the artifact's path."""
-    return _worker_func(f_build, None, mod, target, None)
+    return _build_one(f_build, None, mod, target, None)
 
 
 class _WarmLocalBuilder(compat.ms.builder.PyBuilder):
@@ -70,10 +67,10 @@ class _WarmLocalBuilder(compat.ms.builder.PyBuilder):
         self.batches += 1
         jobs = [(compat.fast_build, None, inp.mod, inp.target, None) for inp in build_inputs]
         results = []
-        for out in self.pool.map_with_error_catching(lambda job: _worker_func(*job), jobs):
-            if out.status == StatusKind.COMPLETE:
+        for out in self.pool.map_with_error_catching(lambda job: _build_one(*job), jobs):
+            if out.status == compat.StatusKind.COMPLETE:
                 results.append(compat.ms.builder.BuilderResult(out.value, None))
-            elif out.status == StatusKind.TIMEOUT:
+            elif out.status == compat.StatusKind.TIMEOUT:
                 results.append(compat.ms.builder.BuilderResult(
                     None, f"LocalBuilder: Timeout, killed after {self.timeout_sec:g} seconds"))
             else:

@@ -32,8 +32,6 @@ import time
 import traceback
 from typing import Any
 
-import tvm
-
 from msviz import compat
 from msviz.engine.measure import watchdog
 from msviz.engine.measure.builder import build_artifact
@@ -65,7 +63,7 @@ def _build_task(f_build: Any, mod_json: str, target_json: str) -> tuple[str, str
     """Runs on a Ray worker: ``("ok", file name, artifact bytes)``, or ``("error", traceback,
     b"")`` when the candidate fails to build (the text ``LocalBuilder``'s worker sends)."""
     try:
-        mod, target = tvm.ir.load_json(mod_json), tvm.ir.load_json(target_json)
+        mod, target = compat.ir_load_json(mod_json), compat.ir_load_json(target_json)
         path = build_artifact(f_build, mod, target)
     except Exception:
         return "error", traceback.format_exc(), b""
@@ -257,8 +255,8 @@ class _RayBuilder(compat.ms.builder.PyBuilder):
                 while queue and len(running) < window:
                     i = queue.pop()
                     inp = build_inputs[i]
-                    ref = self._task.remote(self.f_build, tvm.ir.save_json(inp.mod),
-                                            tvm.ir.save_json(inp.target))
+                    ref = self._task.remote(self.f_build, compat.ir_save_json(inp.mod),
+                                            compat.ir_save_json(inp.target))
                     running[ref] = (i, time.monotonic())
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=self.poll_sec)
                 for ref in ready:

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import tvm
 
 from msviz import compat
 from msviz.engine.measure import rpc
@@ -106,11 +105,4 @@ def create(kind: Any, target: Any, *, timeout: float, evaluator: Any = None) -> 
 
 def cuda_available() -> str | None:
     """None if a CUDA device can run kernels here, else why not."""
-    if not tvm.runtime.enabled("cuda"):
-        return "no CUDA device: this TVM build has no CUDA runtime loaded (libcuda.so.1 missing?)"
-    try:
-        if not tvm.cuda(0).exist:
-            return "no CUDA device: no GPU is visible to this process"
-    except Exception as err:  # pragma: no cover - driver errors
-        return f"no CUDA device: {err}"
-    return None
+    return compat.cuda_available()

@@ -12,8 +12,6 @@ import socket
 import struct
 from typing import Any
 
-import tvm
-
 from msviz import compat
 
 __all__ = [
@@ -27,9 +25,9 @@ __all__ = [
 ]
 
 #: Exceptions of TVM's RPC layer: the connection to a server or its session failed.
-RPC_ERRORS: tuple[type[BaseException], ...] = (tvm.error.RPCError,)
+RPC_ERRORS: tuple[type[BaseException], ...] = (compat.RPC_ERROR,)
 #: TVM's error for an RPC session that ran past its ``session_timeout``.
-RPCSessionTimeoutError = tvm.error.RPCSessionTimeoutError
+RPCSessionTimeoutError = compat.RPCSessionTimeoutError
 
 
 def rpc_config(host: str, port: int, key: str, *, session_timeout: float,
@@ -53,9 +51,9 @@ def tracker_summary(host: str, port: int, *, timeout: float = 5.0) -> dict:
     """
     with socket.create_connection((host, int(port)), timeout=timeout):
         pass
-    tracker = tvm.rpc.connect_tracker(host, int(port))
+    tracker = compat.connect_tracker(host, int(port))
     try:
-        tracker._sock.settimeout(timeout)
+        compat.set_tracker_timeout(tracker, timeout)
         return dict(tracker.summary())
     finally:
         tracker.close()
@@ -66,8 +64,7 @@ def rpc_request(config: Any, *, timeout: float = 10.0, max_retry: int = 5) -> tu
     an RPC session on it, as ``TrackerSession.request`` does; also return the server's
     ``"host:port"``, which ``request`` does not tell. A tracker that refuses or is gone fails at
     once instead of retrying for 60 s."""
-    from tvm.rpc import base  # TVM's RPC protocol constants
-
+    base = compat.rpc_base  # TVM's RPC protocol constants
     last: BaseException | None = None
     for _ in range(max_retry):
         sock = socket.create_connection((config.tracker_host, int(config.tracker_port)),
@@ -89,7 +86,7 @@ def rpc_request(config: Any, *, timeout: float = 10.0, max_retry: int = 5) -> tu
             continue
         url, port, matchkey = value[1]
         try:
-            session = tvm.rpc.connect(url, port, matchkey, config.session_timeout_sec)
+            session = compat.rpc_connect(url, port, matchkey, config.session_timeout_sec)
         except (OSError, RuntimeError) as err:  # the server went away between match and connect
             last = err
             continue
@@ -103,5 +100,5 @@ def runner_futures(runner: Any, inputs: list) -> list:
     its own Python futures, not the FFI's ``RunnerFuture`` copies, so that an RPC future's
     underlying ``concurrent.futures.Future`` (``.future``), and the type of the exception a
     failed run raised, stay reachable."""
-    inst = getattr(runner, "_inst", None)
+    inst = compat.python_instance(runner)
     return list((inst if inst is not None else runner).run(inputs))

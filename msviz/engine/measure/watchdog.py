@@ -14,6 +14,8 @@ from typing import Any
 
 import psutil
 
+from msviz import compat
+
 __all__ = [
     "WatchdogTimeout",
     "kill",
@@ -81,9 +83,9 @@ def kill_pool_workers(runner: Any) -> None:
     ``PopenWorker``, each with its ``_proc``) is read here and nowhere else in msviz.
     """
     pool = getattr(runner, "pool", None)
-    workers = getattr(pool, "_worker_map", {}) if pool is not None else {}
+    workers = compat.pool_workers(pool)
     kill([proc.pid for worker in list(workers.values())
-          if (proc := getattr(worker, "_proc", None)) is not None])
+          if (proc := compat.worker_process(worker)) is not None])
 
 
 def shutdown_pool(runner: Any) -> None:

@@ -11,7 +11,7 @@ workers, timeouts and restart. A failed candidate is never picked again (the sea
 measured schedule's hash), so a candidate that kills a worker is not measured twice.
 
 TVM's pool keeps its workers in private attributes (``_worker_map``, ``_lock``, each worker's
-``_proc``); they are read here and in :mod:`~msviz.engine.measure.watchdog`, nowhere else.
+``_proc``): this subclass uses its own, and :mod:`msviz.compat` reads a worker's process.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import signal
 import threading
 from typing import Any
 
-from tvm.support.popen_pool import PopenPoolExecutor, PopenWorker
+from msviz import compat
 
 __all__ = ["NamingPoolExecutor", "death_message", "name_deaths"]
 
@@ -38,7 +38,7 @@ def death_message(returncode: int | None) -> str:
     return f"the worker process exited with status {returncode}"
 
 
-class NamingPoolExecutor(PopenPoolExecutor):
+class NamingPoolExecutor(compat.PopenPoolExecutor):
     """TVM's ``PopenPoolExecutor`` whose ``ChildProcessError`` says how the worker died."""
 
     def _worker_run(self, fn: Any, args: Any, kwargs: Any) -> Any:
@@ -46,11 +46,11 @@ class NamingPoolExecutor(PopenPoolExecutor):
             tid = threading.get_ident()
             worker = self._worker_map.get(tid)
             if worker is None:
-                worker = self._worker_map[tid] = PopenWorker(
+                worker = self._worker_map[tid] = compat.PopenWorker(
                     self._initializer, self._initargs, self._maximum_process_uses,
                     self._stdout, self._stderr)
         worker.send(fn, args, kwargs, self._timeout)
-        process = worker._proc  # the process this candidate runs in
+        process = compat.worker_process(worker)  # the process this candidate runs in
         try:
             return worker.recv()
         except ChildProcessError:
@@ -69,6 +69,6 @@ def name_deaths(obj: Any) -> Any:
     The pool is already built (``LocalRunner`` makes its own); only its class changes, which
     adds no state."""
     pool = getattr(obj, "pool", None)
-    if type(pool) is PopenPoolExecutor:
+    if type(pool) is compat.PopenPoolExecutor:
         pool.__class__ = NamingPoolExecutor
     return obj

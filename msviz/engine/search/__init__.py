@@ -8,7 +8,7 @@ from msviz.engine.search.factory import STRATEGIES, create
 from msviz.engine.search.generation import Generation
 from msviz.engine.search.presets import PRESETS, SearchKnobs, knobs_for
 from msviz.engine.search.py_strategy import MsvizSearchStrategy, search_strategy
-from msviz.engine.search.replay import ReplayTrace
+from msviz.engine.search.replay_trace import ReplayTrace
 
 __all__ = [
     "PRESETS",

@@ -19,6 +19,8 @@ session's seed (per child, per sample, and the untrained cost model's uniform sc
 :meth:`EvolutionarySearch.predict`), never from numpy's global state, so the candidates a run
 picks before its first measurement are the same for a seed whatever the thread count (the C++
 is not; neither matches the other bit for bit).
+
+The same concept drawn: :mod:`msviz.views.evolution`.
 """
 
 from __future__ import annotations
@@ -307,7 +309,7 @@ class EvolutionarySearch:
         cum = np.cumsum(scores) if total > 0 else np.arange(1, len(scores) + 1, dtype=float)
         total = float(cum[-1])
         mutators, mcum = self._mutator_sampler()
-        apply_mutator = compat.ms._ffi_api.MutatorApply
+        apply_mutator = compat.mutator_apply
         failures: Counter[str] = Counter()
         made = {} if made is None else made  # printed trace -> replay (Applier.apply_once)
 

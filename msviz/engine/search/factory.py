@@ -10,7 +10,7 @@ from typing import Any
 from msviz.engine.search.evolution import EvolutionarySearch
 from msviz.engine.search.presets import SearchKnobs
 from msviz.engine.search.quarantine import Quarantine
-from msviz.engine.search.replay import ReplayTrace
+from msviz.engine.search.replay_trace import ReplayTrace
 
 __all__ = ["STRATEGIES", "create"]
 

@@ -6,6 +6,8 @@ space) and keeps one entry per *where* (``"candidate"``, ``"design_space"``, ``"
 ``"mutator"``) and *what* (the step's name): TVM's message and how often it happened. The tuner
 reports the entries that changed after each stage (a ``quarantine`` event and a sidecar line),
 so the user sees what was skipped: :attr:`Session.quarantine`, the Trials tab, the report.
+
+The same concept drawn: :mod:`msviz.views.quarantine`.
 """
 
 from __future__ import annotations

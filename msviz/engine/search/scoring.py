@@ -80,7 +80,7 @@ class FeatureCache:
         self.extracted += len(missing)
         self.reused += len(cands) - len(missing)
         xs = [rows[shash] for shash, _ in cands]
-        return np.asarray(model._predict(xs=xs), dtype="float64")  # as XGBModel.predict
+        return np.asarray(compat.xgb_predict(model, xs), dtype="float64")  # as XGBModel.predict
 
 
 def _candidate(sch: Any) -> Any:

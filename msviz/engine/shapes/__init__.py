@@ -5,6 +5,8 @@ of another (:mod:`.match`), cross-measurement (:mod:`.cross`) and the cover (:mo
 >>> tuning = msviz.tune_shapes(fam, trials=64, work_dir="gmm-shapes")
 >>> tuning.start(); tuning.wait()          # or tuning.run()
 >>> print(tuning.cover.table())
+
+The same concept drawn and typed: :mod:`msviz.views.shapes`, :mod:`msviz.cli.shapes`.
 """
 
 from msviz.engine.shapes.cover import ShapeTuning, default_max_k

@@ -33,6 +33,8 @@ and ``n = len(h)`` joined batches:
   ``b`` at the end (the running minimum is not modelled), so the band widens as ``sqrt(K)``.
 * A batch's seconds: the mean of the task's own batch costs (the differences of its
   ``seconds_history``, counted from zero), else the mean over every task's (1 s if none).
+
+The same concept drawn: :mod:`msviz.views.forecast`.
 """
 
 from __future__ import annotations

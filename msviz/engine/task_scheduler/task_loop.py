@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msviz.compat import MS_NAMESPACE
 from msviz.engine.task_scheduler import forecast as forecast_mod
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # msviz.engine.config imports this package's scheduler
 __all__ = ["SCHEDULER_LOG", "STEERING", "BudgetClock", "TaskLoop"]
 
 #: The stock task scheduler log of a model's work dir (under ``logs/``).
-SCHEDULER_LOG = "tvm.s_tir.meta_schedule.logging.task_scheduler.log"
+SCHEDULER_LOG = f"{MS_NAMESPACE}.logging.task_scheduler.log"
 #: Steering commands :meth:`TaskLoop.steer` applies.
 STEERING = ("tune_next", "scheduler", "pin", "skip", "budget")
 

@@ -4,7 +4,7 @@
 ``"batch"`` after the measured batch, which is where the session pauses, stops and applies
 commands (the task loop, :mod:`msviz.engine.task_scheduler.task_loop`, drives it). The
 search is one driver per strategy (:mod:`msviz.engine.search.evolution`,
-:mod:`msviz.engine.search.replay`), made by :func:`msviz.engine.search.create`; the
+:mod:`msviz.engine.search.replay_trace`), made by :func:`msviz.engine.search.create`; the
 measure-callback steps live in :mod:`msviz.engine.measure.callbacks`, re-measurement in
 :mod:`msviz.engine.measure.remeasure`.
 """
@@ -30,7 +30,7 @@ from msviz.engine.search.candidates import decisions_of
 from msviz.engine.search.evolution import EvolutionarySearch
 from msviz.engine.search.generation import Generation
 from msviz.engine.search.quarantine import Quarantine
-from msviz.engine.search.replay import ReplayTrace
+from msviz.engine.search.replay_trace import ReplayTrace
 from msviz.engine.task_scheduler.stored import (
     StoredRecords,
     best_history_ms,

@@ -28,8 +28,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import tvm_ffi
-
 from msviz import compat
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
@@ -40,7 +38,7 @@ __all__ = ["KEEP_TOP", "WorkDirDatabase", "read_tuning_records"]
 #: fastest ones (``get_top_k`` asks for at most a population's share, 512 x 0.2 by default).
 KEEP_TOP = 256
 
-_STRINGIFY = tvm_ffi.get_global_func("ffi.json.Stringify")
+_STRINGIFY = compat.get_global_func("ffi.json.Stringify")
 
 
 def _plain(value: Any) -> Any:

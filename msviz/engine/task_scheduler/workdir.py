@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from msviz.compat import MS_NAMESPACE
 from msviz.errors import WorkDirError
 from msviz.records import database as db_files
 
@@ -121,7 +122,7 @@ def task_logger(work_dir: Path, task_index: int, task: str, emit: Any) -> loggin
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
-    path = logs / f"tvm.s_tir.meta_schedule.logging.task_{task_index}_{_SAFE.sub('_', task)}.log"
+    path = logs / f"{MS_NAMESPACE}.logging.task_{task_index}_{_SAFE.sub('_', task)}.log"
     file_handler = logging.FileHandler(path, mode="a", encoding="utf-8")
     file_handler.setFormatter(
         logging.Formatter("%(asctime)s.%(msecs)03d [%(levelname)s] %(message)s",

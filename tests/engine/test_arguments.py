@@ -1,4 +1,5 @@
-"""Bad Session arguments fail in the constructor, naming the argument (msviz/engine/arguments.py)."""
+"""Bad Session arguments fail in the constructor, naming the argument
+(msviz/engine/arguments.py)."""
 
 from __future__ import annotations
 

@@ -81,8 +81,6 @@ def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, see
         The check's data; per draw, the calls job's result (None without ``profile_runs`` or
         when the check failed before); the work dir's database (None if it failed to open).
     """
-    import tvm
-    from tvm import relax
 
     check_draws(draws)
     data: dict[str, Any] = {"untuned_us": None, "tuned_us": None, "match": None,
@@ -100,14 +98,14 @@ def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, see
                                                           params=None)
         step = "the untuned build"
         with target:
-            plain = tvm.compile(model.mod, target=target)
-        dev = tvm.device(compat.device_type(target), 0)
+            plain = compat.tvm_compile(model.mod, target=target)
+        dev = compat.tvm_device(compat.device_type(target), 0)
         arrays = model.random_inputs(seed)
-        inputs = [tvm.runtime.tensor(x, dev) for x in arrays]
+        inputs = [compat.tensor(x, dev) for x in arrays]
         outs = {}
         for key, exe in (("untuned", plain), ("tuned", tuned)):
             step = f"running the {key} build"
-            outs[key] = _flatten(relax.VirtualMachine(exe, dev)[model.func_name](*inputs))
+            outs[key] = _flatten(compat.relax.VirtualMachine(exe, dev)[model.func_name](*inputs))
         diffs = [float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
                  if a.size else 0.0 for a, b in zip(outs["tuned"], outs["untuned"])]
         data.update(max_abs_diff=max(diffs, default=0.0),
