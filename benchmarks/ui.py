@@ -126,7 +126,8 @@ def _tab_setup(wd: Path) -> str:
             f"assert msviz.__file__.startswith({str(ROOT)!r}), msviz.__file__\n"
             "from plotly.graph_objects import FigureWidget\n"
             "rss0 = psutil.Process().memory_info().rss\n"
-            f"tic = time.perf_counter()\nrun = msviz.open({wd.name!r})\ndash = msviz.dashboard(run)\n"
+            f"tic = time.perf_counter()\nrun = msviz.open({wd.name!r})\n"
+            "dash = msviz.dashboard(run)\n"
             "built = time.perf_counter() - tic")
 
 

@@ -27,6 +27,7 @@ from msviz.compat.aliases import (
     tuning_record_from_json,
     zero_tile_decision,
 )
+from msviz.compat.figure_widgets import shown_layout, unvalidated_figure_widget
 from msviz.compat.intrinsics import (
     INTRIN_FEATURES,
     INTRIN_INSTRUCTIONS,
@@ -101,7 +102,6 @@ from msviz.compat.target import (
     set_kernel_threads,
     use_host_cores,
 )
-from msviz.compat.figure_widgets import shown_layout, unvalidated_figure_widget
 
 __all__ = [
     "FAILED_RUN_SECS",

@@ -13,4 +13,5 @@ from msviz.workloads.te_catalogue import (
     resolve,
 )
 
-__all__ = ["DESCRIPTIONS", "INT8", "Workload", "catalogue", "configs", "flop_count", "get", "resolve"]
+__all__ = ["DESCRIPTIONS", "INT8", "Workload", "catalogue", "configs", "flop_count", "get",
+           "resolve"]

@@ -17,7 +17,8 @@ from msviz.compat import normalize_mod, tir
 from msviz.errors import WorkloadError
 from msviz.workloads import int8 as int8_workloads
 
-__all__ = ["DESCRIPTIONS", "INT8", "Workload", "catalogue", "configs", "flop_count", "get", "resolve"]
+__all__ = ["DESCRIPTIONS", "INT8", "Workload", "catalogue", "configs", "flop_count", "get",
+           "resolve"]
 
 #: What each catalogue name computes (MetaSchedule's abbreviations).
 DESCRIPTIONS = {
