@@ -59,8 +59,8 @@ def main() -> None:
             lines = sum(len(p.read_text().splitlines()) for p in inside)
             total += lines
             uses = sorted({b for (a, b) in edges if a == room})
-            label = f"msviz/{room}/" if (layers.ROOT / room).is_dir() else (
-                f"msviz/{room}.py" if room else "msviz/__init__.py")
+            label = ("msviz/__init__.py" if not room else f"msviz/{room}/"
+                     if (layers.ROOT / room).is_dir() else f"msviz/{room}.py")
             doc = first_line(layers.ROOT / room / "__init__.py") if (
                 layers.ROOT / room / "__init__.py").is_file() else first_line(inside[0])
             print(f"  {label:<26} {len(inside):>3} modules {lines:>6} lines"
