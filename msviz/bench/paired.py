@@ -11,8 +11,8 @@ one B timing
 (``time_evaluator``: ``number`` runs, ``repeat`` times, its median).
 
 :func:`paired_summary` (pure) makes the :class:`PairedComparison` of the timings;
-:func:`compare_builds` times two builds; :func:`msviz.records.paired.compare_models` two work
-dirs of a model.
+:func:`compare_builds` times two builds;
+:func:`msviz.engine.measure.paired_models.compare_models` two work dirs of a model.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Two work dirs of one model (msviz's, MetaSchedule's) compared whole, in paired rounds
-(:mod:`msviz.bench.paired`): ``msviz.compare_models(a, b)``."""
+(:mod:`msviz.bench.paired`): ``msviz.compare_models(a, b)``. Built and timed under the measuring
+room's lock (:data:`msviz.engine.measure.bench.MEASURING`): never beside a tuning batch of this
+process."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 from msviz import compat, models
 from msviz.bench.draws import DEFAULT_DRAWS
 from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
+from msviz.engine.measure.bench import MEASURING
 from msviz.records.model_profile import model_of_run
 from msviz.records.sidecar import read_sidecar
 
@@ -48,11 +51,18 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
     else:
         model = models.load(model)
     target = compat.make_target(target)
-    builds = {}
     labels = list(names) if names is not None else [
         Path(x).name if isinstance(x, (str, Path)) else key for x, key in ((a, "a"), (b, "b"))]
     if len(labels) != 2 or labels[0] == labels[1]:
         labels = [f"a:{labels[0]}", f"b:{labels[-1]}"]
+    with MEASURING:
+        return _compare(a, b, model, target, labels, seed=seed, rounds=rounds, draws=draws,
+                        number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+
+
+def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed: int,
+             **timing: Any) -> PairedComparison:
+    builds = {}
     for label, what in zip(labels, (a, b)):
         if isinstance(what, (str, Path)):
             if not Path(what).is_dir():
@@ -63,5 +73,4 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
         else:
             builds[label] = what
     return compare_builds(builds, model.random_inputs(seed), model.func_name,
-                          device=compat.device_type(target), rounds=rounds, draws=draws,
-                          number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+                          device=compat.device_type(target), **timing)
