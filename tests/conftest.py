@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import threading
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -182,3 +184,20 @@ def stock_model_work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work_dir = tmp_path_factory.mktemp("stock_model") / "mlp"
     tune_stock_model(work_dir, trials_per_task=1, seed=2, builder=timing_out_builder())
     return tune_stock_model(work_dir)
+
+
+def lock_free_elsewhere(lock: Any) -> bool:
+    """Whether another thread could take ``lock`` now (False: someone holds it; a re-entrant
+    lock held by the calling thread counts as held)."""
+    got: list[bool] = []
+
+    def probe() -> None:
+        ok = lock.acquire(blocking=False)
+        got.append(ok)
+        if ok:
+            lock.release()
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join(30)
+    return got[0]

@@ -47,7 +47,7 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
     if model is None:
         if not dirs:
             raise ValueError("pass model= to compare two builds of it")
-        model = model_of_run(dirs[0], read_sidecar(Path(dirs[0])))
+        model = model_of_run(dirs[0], read_sidecar(Path(dirs[0])).other)
     else:
         model = models.load(model)
     target = compat.make_target(target)
