@@ -150,12 +150,10 @@ def nvcc_compile_cuda(source: str, *, target_format: str, arch: str) -> Any:
 local_builder_worker = ms.builder.local_builder._worker_func
 
 
-def mutator_apply(*args: Any) -> Any:
-    """``Mutator.apply`` through the FFI (``MutatorApply``).
-
-    Private read: MetaSchedule's Python ``Mutator.apply`` makes a new random state; no public
-    call takes one (``meta_schedule._ffi_api.MutatorApply``)."""
-    return ms._ffi_api.MutatorApply(*args)
+#: ``Mutator.apply`` through the FFI (``MutatorApply``), the FFI function itself (no wrapper:
+#: the search calls it once per mutation). Private read: MetaSchedule's Python ``Mutator.apply``
+#: makes a new random state; no public call takes one (``meta_schedule._ffi_api.MutatorApply``).
+mutator_apply = ms._ffi_api.MutatorApply
 
 
 def xgb_predict(model: Any, xs: Any) -> Any:
