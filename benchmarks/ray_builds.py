@@ -28,17 +28,17 @@ from rpc_throughput import _batch
 
 def _timed(builder, mods, target, reps: int) -> tuple[float, list]:
     from msviz import compat
-    from msviz.engine.measure.measurer import Measurer
+    from msviz.engine.measure.service import MeasuringService
 
     inputs = [compat.ms.builder.BuilderInput(mod, target) for mod in mods]
-    Measurer.cleanup([_outcome(r) for r in builder.build(inputs)])  # warm-up
+    MeasuringService.cleanup([_outcome(r) for r in builder.build(inputs)])  # warm-up
     walls, results = [], []
     for rep in range(reps):
         tic = time.perf_counter()
         results = builder.build(inputs)
         walls.append(time.perf_counter() - tic)
         if rep < reps - 1:
-            Measurer.cleanup([_outcome(r) for r in results])
+            MeasuringService.cleanup([_outcome(r) for r in results])
     return statistics.median(walls), results
 
 
@@ -73,7 +73,7 @@ def main() -> None:
     import msviz
     from msviz import compat
     from msviz.engine.measure.builder import WarmLocalBuilder
-    from msviz.engine.measure.measurer import Measurer
+    from msviz.engine.measure.service import MeasuringService
 
     target = compat.make_target("llvm")
     mods, _ = _batch(opts.batch, opts.seed)
@@ -105,7 +105,7 @@ def main() -> None:
         right = sum(_right(res[i].artifact_path) for i in ok)
         print(f"{name:<32}{wall:>10.2f}{n / wall:>9.1f}{wall / n * 1e3:>9.1f}{len(ok):>5}"
               f"{right:>7}")
-        Measurer.cleanup([_outcome(r) for r in res])
+        MeasuringService.cleanup([_outcome(r) for r in res])
     print(f"\nnote: this machine has {os.cpu_count()} cores. A local Ray instance adds no cores, "
           "only work (task submission, modules sent as JSON, artifacts sent back as bytes and "
           "written), so here Ray can only show its overhead; it pays off when other machines "

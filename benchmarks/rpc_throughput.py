@@ -2,7 +2,7 @@
 local runner, on the same built batch.
 
 One batch of distinct GMM-0 schedules (sampled from its design space) is built once; then msviz's
-:class:`~msviz.engine.measure.Measurer` runs it with ``LocalRunner`` and through a loopback
+:class:`~msviz.engine.measure.MeasuringService` runs it with ``LocalRunner`` and through a loopback
 :class:`~msviz.engine.measure.loopback.LocalFleet` with one and two servers (``msviz.rpc``, one
 RPC session per
 server in parallel). Each runner gets a warm-up run (process pools start, workers import), then
@@ -68,14 +68,14 @@ def main() -> None:
     opts = parser.parse_args()
 
     from msviz.engine.measure.loopback import LocalFleet
-    from msviz.engine.measure.measurer import Measurer
+    from msviz.engine.measure.service import MeasuringService
 
     evaluator = {"number": 1, "repeat": 1, "min_repeat_ms": 0}
     from msviz import compat
 
     target = compat.make_target("llvm")
     mods, args = _batch(opts.batch, opts.seed)
-    local = Measurer(target, evaluator_config=evaluator)
+    local = MeasuringService(target, evaluator_config=evaluator)
     built = local.build(mods)
     assert all(b.error is None for b in built), [b.error for b in built if b.error]
     rows = []
@@ -85,14 +85,14 @@ def main() -> None:
         local.close()
         for servers in (1, 2):
             with LocalFleet(servers, key=f"bench{servers}") as fleet:
-                rpc = Measurer(target, runner=fleet.runner(), evaluator_config=evaluator)
+                rpc = MeasuringService(target, runner=fleet.runner(), evaluator_config=evaluator)
                 try:
                     wall, res = _timed(rpc, built, args, opts.reps)
                 finally:
                     rpc.close()
             rows.append((f"RPC, {servers} loopback server{'s' * (servers > 1)}", wall, res))
     finally:
-        Measurer.cleanup(built)
+        MeasuringService.cleanup(built)
 
     n = len(built)
     base = rows[0][1]

@@ -54,7 +54,7 @@ def family(name: str) -> Any:
 
     program, dim, sizes, weights = FAMILIES[name]
     if name == "conv":
-        from msviz.engine.shapes.family import Shape, ShapeFamily
+        from msviz.models.shape_family import Shape, ShapeFamily
         from msviz.workloads import get
 
         total = sum(weights)

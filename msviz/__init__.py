@@ -7,15 +7,10 @@ from msviz.archive.bundle import write_bundle as bundle
 from msviz.archive.merge import database, merge
 from msviz.archive.migrate import migrate_work_dir as migrate
 from msviz.engine import Session
-from msviz.engine.library_reuse import coverage
-from msviz.engine.measure.paired_models import compare_models
 from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
-from msviz.engine.reproduce import reproduce
-from msviz.engine.restriction import propose_restriction, rerun
 from msviz.engine.run_actions import open_run
 from msviz.engine.search import search_strategy
-from msviz.engine.shapes import ShapeFamily, ShapeTuning, shapes, tune_shapes
 from msviz.errors import (
     BundleError,
     DecisionError,
@@ -36,6 +31,11 @@ from msviz.records.shape_cover import read_shape_cover as open_shapes
 from msviz.space_generator import RuleSet
 from msviz.trace import decision_sites, trace_rows, with_decisions
 from msviz.version import __version__ as __version__
+from msviz.workflows.compare_models import compare_models
+from msviz.workflows.coverage import coverage
+from msviz.workflows.reproduce import reproduce
+from msviz.workflows.rerun import propose_restriction, rerun
+from msviz.workflows.shapes import ShapeFamily, ShapeTuning, shapes, tune_shapes
 
 __all__ = [
     "BundleError",

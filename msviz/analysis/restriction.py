@@ -15,9 +15,9 @@ of what MetaSchedule's rules let a user restrict, only what the fastest trials (
   mutator fails on a categorical with nothing else to pick).
 
 Every winner's decisions stay in the restricted space. The re-run with the edited rules (a new
-session) is the engine's: :mod:`msviz.engine.restriction`.
+session) is the engine's: :mod:`msviz.workflows.rerun`.
 
-The same concept one room up: :mod:`msviz.engine.restriction` re-runs with them.
+The same concept one room up: :mod:`msviz.workflows.rerun` re-runs with them.
 """
 
 from __future__ import annotations

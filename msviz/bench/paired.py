@@ -12,7 +12,7 @@ one B timing
 
 :func:`paired_summary` (pure) makes the :class:`PairedComparison` of the timings;
 :func:`compare_builds` times two builds;
-:func:`msviz.engine.measure.paired_models.compare_models` two work dirs of a model.
+:func:`msviz.workflows.compare_models.compare_models` two work dirs of a model.
 """
 
 from __future__ import annotations

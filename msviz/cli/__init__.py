@@ -33,7 +33,6 @@ from msviz.engine.arguments import (
 from msviz.engine.measure import rpc
 from msviz.engine.measure.rpc import parse_rpc
 from msviz.engine.measure.runner import EVALUATOR_RANGES
-from msviz.engine.reproduce import reproduce
 from msviz.engine.search.presets import KNOB_LIMITS
 from msviz.engine.task_scheduler.kinds import SCHEDULERS
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
@@ -49,6 +48,7 @@ from msviz.views.devices import devices_info, devices_text
 from msviz.views.importance import importance_text
 from msviz.views.model_profile import model_profile_info, model_profile_text
 from msviz.views.profile import profile_info, profile_table_text
+from msviz.workflows.reproduce import reproduce
 
 __all__ = ["Progress", "format_task_table", "main", "stage_text"]
 

@@ -1,9 +1,9 @@
-"""``msviz shapes``: cover a shape family from the command line (see :mod:`msviz.engine.shapes`).
+"""``msviz shapes``: cover a shape family from the command line (see :mod:`msviz.workflows.shapes`).
 
     msviz shapes GMM --dim M --sizes 1,16,64,256 --weights 4,2,1,1 --trials 64 --work-dir gmm
     msviz shapes convnet --sizes 24,32,48,64 --trials 96 --work-dir convnet-shapes
 
-The same concept tuned and drawn: :mod:`msviz.engine.shapes`, :mod:`msviz.views.shapes`.
+The same concept tuned and drawn: :mod:`msviz.workflows.shapes`, :mod:`msviz.views.shapes`.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@
 
 from msviz.engine.config import SessionConfig
 from msviz.engine.events import EVENT_KINDS, Event, EventLog
-from msviz.engine.measure import Measurer
+from msviz.engine.measure import MeasuringService
 from msviz.engine.search import PRESETS, EvolutionarySearch, SearchKnobs
 from msviz.engine.session import STATES, Session, SessionStateError
-from msviz.engine.task_scheduler import InfrastructureError
+from msviz.engine.tuning import InfrastructureError
 from msviz.space_generator import RuleError, RuleSet, RuleSpec
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
     "EventLog",
     "EvolutionarySearch",
     "InfrastructureError",
-    "Measurer",
+    "MeasuringService",
     "RuleError",
     "RuleSet",
     "RuleSpec",

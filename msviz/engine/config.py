@@ -126,7 +126,7 @@ class SessionConfig:
     # -- what the parts take ----------------------------------------------------------------------
 
     def measurer_options(self) -> dict[str, Any]:
-        """The :class:`~msviz.engine.measure.measurer.Measurer` keyword arguments."""
+        """The :class:`~msviz.engine.measure.service.MeasuringService` keyword arguments."""
         return {"builder": self.builder, "runner": self.runner,
                 "builder_timeout": self.builder_timeout, "runner_timeout": self.runner_timeout,
                 "evaluator_config": self.evaluator_config, "max_workers": None}

@@ -26,22 +26,23 @@ event and sidecar line; what was reused, a ``library_reuse`` event and sidecar l
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msviz import compat
-from msviz.engine.arguments import check_reuse, library_paths, tasks_of
+from msviz.engine.arguments import check_reuse, library_paths
 from msviz.engine.measure import callbacks
-from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.results import MeasureResult
-from msviz.engine.measure.untuned import measure_untuned
-from msviz.engine.task_scheduler.stored import mean_secs, training_sample
+from msviz.engine.tuning.carried import Carried, carried
+from msviz.engine.tuning.stored import mean_secs, training_sample
 from msviz.records.coverage import coverage as coverage_of
 from msviz.records.coverage_types import Coverage, coverage_to_dict
 from msviz.records.library import Library, LibraryEntry
 from msviz.trace.carry import carry_trace
 
-__all__ = ["CARRIED_AT_MOST", "EXACT_RECORDS", "PRETRAIN_AT_MOST", "LibraryReuse", "coverage",
-           "open_library"]
+if TYPE_CHECKING:  # the tuner's type only: the tuner does not import this module
+    from msviz.engine.tuning.tuner import Tuner
+
+__all__ = ["CARRIED_AT_MOST", "EXACT_RECORDS", "PRETRAIN_AT_MOST", "LibraryReuse", "open_library"]
 
 #: The library's fastest records of an exact hit written into the run's database.
 EXACT_RECORDS = 16
@@ -102,7 +103,7 @@ class LibraryReuse:
         self.pretrained = 0
         self._matches: dict[int, tuple[str, list[LibraryEntry]]] = {}
 
-    def _match(self, tuner: Any) -> tuple[str, list[LibraryEntry]]:
+    def _match(self, tuner: Tuner) -> tuple[str, list[LibraryEntry]]:
         """What the library holds for a tuner's task (looked up once per task)."""
         if tuner.task_index not in self._matches:
             self._matches[tuner.task_index] = self.library.match(tuner.workload.mod, self.target)
@@ -124,7 +125,7 @@ class LibraryReuse:
 
     # -- per task -----------------------------------------------------------------------------
 
-    def prepare(self, tuner: Any, batch: int) -> dict:
+    def prepare(self, tuner: Tuner, batch: int) -> dict:
         """Reuse what the library holds for one tuner's task (set up, holding no record of
         its own yet): an exact hit's records committed, or schedules carried for its first
         batch (``tuner.carried``). Returns the task's ``library_reuse`` row."""
@@ -135,16 +136,16 @@ class LibraryReuse:
             row["match"] = kind if not tuner.next_task_trial else "resumed"
             self.tasks[tuner.task_index] = row
             return row
+        carried: list[Carried] = []
         if kind == "exact":
             self._commit_exact(tuner, entries[0], row)
         else:
-            self._carry(tuner, entries, kind, min(batch, CARRIED_AT_MOST), row)
-        if tuner.evo is not None:
-            tuner.evo.library_ranked = True
+            carried = self._carry(tuner, entries, kind, min(batch, CARRIED_AT_MOST), row)
+        tuner.carry_in(carried, ranked_by_library=True)
         self.tasks[tuner.task_index] = row
         return row
 
-    def _commit_exact(self, tuner: Any, entry: LibraryEntry, row: dict) -> None:
+    def _commit_exact(self, tuner: Tuner, entry: LibraryEntry, row: dict) -> None:
         mod = tuner.workload.mod
         row["source"] = _source_text(entry)
         best = self.library.best_records(entry, EXACT_RECORDS)
@@ -155,28 +156,25 @@ class LibraryReuse:
             except Exception as err:  # TVM's errors: a trace of another TVM that won't replay
                 row["failed"][type(err).__name__] = row["failed"].get(type(err).__name__, 0) + 1
                 continue
-            info = {"design_space": None, "origin": "library", "parent": None, "mutator": None,
-                    "iteration": 0, "ancestor_line": None, "pick": "library",
-                    "predicted_score": None, "carry": "exact", "adjusted": [],
-                    "carried_from": _source_text(entry, self.library.trial_of(entry, rec.line))}
-            shash = int(compat.structural_hash(cand.sch.mod))
+            hit = carried(cand.sch, "exact",
+                          _source_text(entry, self.library.trial_of(entry, rec.line)))
+            info = {k: v for k, v in hit.info().items() if k != "shash"}
             res = MeasureResult(tuple(float(s) for s in rec.run_secs), None, None)
             callbacks.add_to_database(tuner, cand.sch, cand.args_info, res, info, batch=None,
                                       generation=None)
-            if tuner.search is not None:
-                tuner.search.measured.add(shash)
+            tuner.committed(hit.shash)
             row["committed"] += 1
         if row["committed"] and self.reuse == "skip":
-            tuner.skip_reason = (f"reused the library's best ({row['source']}, "
-                                 f"{tuner.best_secs * 1e6:.1f} us; reuse='skip')")
+            tuner.skip(f"reused the library's best ({row['source']}, "
+                       f"{tuner.best_secs * 1e6:.1f} us; reuse='skip')")
 
-    def _carry(self, tuner: Any, entries: list[LibraryEntry], kind: str, at_most: int,
-               row: dict) -> None:
+    def _carry(self, tuner: Tuner, entries: list[LibraryEntry], kind: str, at_most: int,
+               row: dict) -> list[Carried]:
         mod = tuner.workload.mod
         postprocs = [(type(p).__name__, p)
                      for p in list(tuner.context.space_generator.postprocs or [])]
         seen: set[int] = set(tuner.search.measured)
-        carried = []
+        found: list[Carried] = []
         for entry in entries[:CARRY_SOURCES]:
             if row["source"] is None:
                 row["source"] = _source_text(entry)
@@ -199,38 +197,32 @@ class LibraryReuse:
                     row["failed"][key] = row["failed"].get(key, 0) + 1
                     continue
                 row["replayed"] += 1
-                shash = int(compat.structural_hash(carry.schedule.mod))
-                if shash in seen:
+                one = carried(carry.schedule, kind,
+                              _source_text(entry, self.library.trial_of(entry, rec.line)),
+                              carry.adjusted)
+                if one.shash in seen:
                     continue
-                seen.add(shash)
-                info = {"design_space": None, "origin": "library", "parent": None,
-                        "mutator": None, "iteration": 0, "ancestor_line": None,
-                        "pick": "library", "predicted_score": None, "shash": str(shash),
-                        "carry": kind, "adjusted": list(carry.adjusted),
-                        "carried_from": _source_text(
-                            entry, self.library.trial_of(entry, rec.line))}
-                carried.append((carry.schedule, info, shash))
-        carried = self._ranked(tuner, carried)[:at_most]
-        row["measured"] = len(carried)
-        tuner.carried = carried
+                seen.add(one.shash)
+                found.append(one)
+        found = self._ranked(tuner, found)[:at_most]
+        row["measured"] = len(found)
+        return found
 
     @staticmethod
-    def _ranked(tuner: Any, carried: list[tuple[Any, dict, int]]) -> list[tuple[Any, dict, int]]:
+    def _ranked(tuner: Tuner, found: list[Carried]) -> list[Carried]:
         """The carries, best predicted first, when the cost model is trained (it learned the
         library first: :meth:`pretrain`); else as found (nearest workload, fastest record
         first). Each carry's ``predicted_score`` is kept (the Plots tab ranks the batch)."""
         model = tuner.cost_model
-        if len(carried) < 2 or getattr(model, "booster", None) is None or \
+        if len(found) < 2 or getattr(model, "booster", None) is None or \
                 model.data_size < model.num_warmup_samples:
-            return carried
+            return found
         cands = [compat.ms.search_strategy.MeasureCandidate(
-            sch, compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True))
-            for sch, _, _ in carried]
+            c.schedule, compat.ArgInfo.from_entry_func(c.schedule.mod, remove_preproc=True))
+            for c in found]
         scores = [float(x) for x in model.predict(tuner.context, cands)]
-        for (_, info, _), score in zip(carried, scores, strict=True):
-            info["predicted_score"] = score
-        order = sorted(range(len(carried)), key=lambda i: -scores[i])  # stable among equals
-        return [carried[i] for i in order]
+        order = sorted(range(len(found)), key=lambda i: -scores[i])  # stable among equals
+        return [found[i].scored(scores[i]) for i in order]
 
     # -- the cost model -------------------------------------------------------------------------
 
@@ -285,43 +277,3 @@ class LibraryReuse:
                 "tried": sum(r["tried"] for r in rows),
                 "replayed": sum(r["replayed"] for r in rows),
                 "measured": sum(r.get("measured", 0) for r in rows)}
-
-
-def coverage(model: Any, library: Any, target: Any = "llvm", *, untuned: bool = True,
-             params: dict | None = None) -> Coverage:
-    """What a tuning library covers of a model (or one workload), before any trial.
-
-    Parameters
-    ----------
-    model : str | Model | IRModule | PrimFunc | ...
-        What a :class:`~msviz.engine.session.Session` takes: a catalogue model (``"resnet50"``),
-        an ``.onnx`` file, a Relax module, or one workload.
-    library : str | Path | list | Library
-        Work dirs, bundles and folders of them.
-    target : str | dict | Target
-        The target the library's records must be of to be hits (``"llvm"``: this CPU).
-    untuned : bool
-        Build and time every task unscheduled (one batch, the local builder and runner), so the
-        coverage says the model's estimated latency from the library alone against untuned and
-        the share of the untuned latency covered.
-    params : dict, optional
-        A Relax model's weights.
-
-    Returns
-    -------
-    Coverage
-        One row per task (exact hit, anchor-block match, sibling or none) and the summary.
-    """
-    target = compat.make_target(target)
-    found, tasks = tasks_of(model, target, params=params)
-    lib = open_library(library)
-    untuned_us: dict[str, float | None] = {}
-    if untuned:
-        measurer = Measurer(target)
-        try:
-            untuned_us = {t["name"]: t["untuned_us"] for t in measure_untuned(measurer, tasks)}
-        finally:
-            measurer.close()
-    reuse = LibraryReuse(lib, target, "improve", warn=lambda _message: None)
-    name = found.name if found is not None else tasks[0].name
-    return reuse.coverage(tasks, model=name, untuned_us=untuned_us)

@@ -1,6 +1,7 @@
 """The engine's :class:`~msviz.records.run_actions.RunActions`: what a Run's user calls that build,
 run or write are handed to. A trial's check and a model's fresh profile go through the measuring
-room and its lock (:mod:`msviz.engine.measure.bench`); exports are :mod:`msviz.archive.export`'s.
+service and its lock (:mod:`msviz.engine.measure.requests`); exports are
+:mod:`msviz.archive.export`'s.
 ``msviz.open`` and a Session's ``run`` open Runs with :data:`ENGINE_ACTIONS`."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from msviz.archive import export as trial_export
-from msviz.engine.measure import bench
+from msviz.engine.measure import requests
 from msviz.records.run import Run, open_work_dir
 
 __all__ = ["ENGINE_ACTIONS", "EngineActions", "open_run"]
@@ -19,10 +20,10 @@ class EngineActions:
     """Checks and profiles through the measuring room, exports through the archive."""
 
     def check(self, trial: Any, **options: Any) -> Any:
-        return bench.check_trial(trial, **options)
+        return requests.check_trial(trial, **options)
 
     def profile(self, run: Any, model: Any, **options: Any) -> Any:
-        return bench.profile_run(run, model, **options)
+        return requests.profile_run(run, model, **options)
 
     def export(self, run: Any, path: str | Path | None, *, fmt: str | None,
                overwrite: bool) -> Path:

@@ -36,7 +36,7 @@ from msviz.engine.control import (
 )
 from msviz.engine.control.lock import check_unlocked
 from msviz.engine.events import EventLog
-from msviz.engine.measure.bench import model_profile_of
+from msviz.engine.measure.requests import model_profile_of
 from msviz.engine.profile import Profile
 from msviz.engine.run_actions import ENGINE_ACTIONS
 from msviz.engine.task_scheduler import kinds as scheduler_kinds
@@ -286,7 +286,7 @@ class Session:
     scheduler = property(lambda self: self._loop.scheduler,
                          doc="The task scheduler (see :meth:`set_scheduler`).")
     tuners = property(lambda self: list(self._worker.tuners), doc=(
-        "Each task's :class:`~msviz.engine.task_scheduler.tuner.Tuner`, set up when tuning "
+        "Each task's :class:`~msviz.engine.tuning.tuner.Tuner`, set up when tuning "
         "starts (empty before): the engine's own parts, to inspect (search, history), never "
         "to drive."))
     profile_calls = property(lambda self: self._profile.calls, doc=(
@@ -421,13 +421,14 @@ class Session:
 
     def measure(self, carried: dict, *, measurer: Any = None) -> Future:
         """Measure schedules of this session's tasks outside tuning (e.g. carried from another
-        shape: :mod:`msviz.engine.shapes`), a batch per task, each result checked as the
+        shape: :mod:`msviz.workflows.shapes`), a batch per task, each result checked as the
         session's ``check`` says; they become trials of the work dir.
 
-        ``carried``: ``{task index: [(schedule, lineage info, structural hash), ...]}``;
-        ``measurer``: a :class:`~msviz.engine.measure.measurer.Measurer` to measure with (warm,
-        shared by several sessions, left open). The cost model learns nothing. The future
-        resolves to ``{task index: the trials' rows}``. Refused while tuning runs.
+        ``carried``: ``{task index: [Carried, ...]}``
+        (:class:`~msviz.engine.tuning.carried.Carried`: the schedule and its lineage);
+        ``measurer``: a :class:`~msviz.engine.measure.service.MeasuringService` to measure
+        with (warm, shared by several sessions, left open). The cost model learns nothing.
+        The future resolves to ``{task index: the trials' rows}``. Refused while tuning runs.
         """
         if self.state not in ("idle", "finished", "stopped", "failed"):
             raise RuntimeError(f"measure() needs a session that is not tuning (it is "

@@ -23,8 +23,7 @@ from typing import Any
 
 from msviz import compat
 from msviz.bench import draws as check_draws_mod
-from msviz.bench.model_check import run_check
-from msviz.bench.model_profile import PROFILE_RUNS, profile_draws
+from msviz.bench.model_profile import profile_draws
 from msviz.engine.config import SessionConfig
 from msviz.engine.control import (
     Control,
@@ -37,12 +36,12 @@ from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import catalogue_source, environment_of
 from msviz.engine.events import EventLog
 from msviz.engine.library_reuse import LibraryReuse, open_library
-from msviz.engine.measure.bench import MEASURING
+from msviz.engine.measure.requests import check_model_end_to_end
 from msviz.engine.measure.rpc import fleet_of
-from msviz.engine.measure.untuned import measure_untuned
+from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.engine.profile import Profile
 from msviz.engine.task_scheduler.task_loop import TaskLoop
-from msviz.engine.task_scheduler.tuner import SharedParts, Tuner, close_tuners, make_tuners
+from msviz.engine.tuning.tuner import SharedParts, Tuner, close_tuners, make_tuners
 from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
@@ -109,7 +108,7 @@ class Worker:
         self.model_profile_data: dict | None = None
         self.tuners: list[Tuner] = []
         self.shared: SharedParts | None = None
-        self.measure_lock = MEASURING  # all measurements in this process, one at a time
+        self.measure_lock = MEASURING_LOCK  # all measurements in this process, one at a time
         self.lock = WorkDirLock(work_dir)  # one writer per work dir
         #: Each task's untuned time (µs; None where unknown), measured at a model's start.
         self.untuned_us: dict[str, float | None] = {}
@@ -379,7 +378,7 @@ class Worker:
         else:
             try:
                 with self.measure_lock, self.profile.timeit("msviz/Untuned"):
-                    tasks = measure_untuned(self.shared.measurer, self.tasks)
+                    tasks = self.shared.measurer.time_untuned(self.tasks)
             except Exception as err:  # the curve's start only: never the session's end
                 why = f"{type(err).__name__}: {err}"
                 self.warn(f"the untuned kernels could not be timed ({why}); the estimated model "
@@ -458,10 +457,9 @@ class Worker:
         report) has it too; emits ``end_to_end`` (and ``model_profile``)."""
         model, tasks, seed = self.model, self.tasks, self.config.seed
         draws = check_draws_mod.DEFAULT_DRAWS if draws is None else draws
-        with self.measure_lock:
-            data, calls, database = run_check(model, tasks, self.work_dir, self.config.target,
-                                              seed=seed, draws=draws,
-                                              profile_runs=PROFILE_RUNS)
+        data, calls, database = check_model_end_to_end(model, tasks, self.work_dir,
+                                                       self.config.target, seed=seed,
+                                                       draws=draws)
         self.end_to_end = data
         self._write_sidecar("end_to_end", data)
         self.events.emit("end_to_end", self.name, **data)

@@ -2,7 +2,8 @@
 :class:`~msviz.records.coverage_types.Coverage` from a :class:`~msviz.records.library.Library`
 and a model's tasks; :func:`coverage_text` prints it as a table (the CLI's output).
 
-The same concept one room up: :mod:`msviz.views.coverage` draws it."""
+The same concept one room up: :mod:`msviz.views.coverage` draws it; :mod:`msviz.workflows.coverage`
+is ``msviz.coverage`` (a model's tasks, their untuned times measured)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ A Session that tunes a model profiles it in its end-to-end check (the same build
 fresh processes) and appends a ``model_profile`` line to the sidecar
 (:func:`msviz.bench.model_profile.combine_draws`'s data); ``Run.model_profile()`` reads the last
 such line. Profiling anew builds and runs the model: that is the engine's measuring room's
-(:func:`msviz.engine.measure.bench.profile_run`), which turns its data into the same frame
+(:func:`msviz.engine.measure.requests.profile_run`), which turns its data into the same frame
 (:func:`model_profile_frame`, pure).
 
 The same concept measured and drawn: :mod:`msviz.bench.model_profile`,

@@ -188,7 +188,7 @@ class Run:
         """A tuned model's time per task inside the model against its tuned latency, ``flagged``
         where in-model / tuned > ``threshold``: the profile recorded after tuning (read, never
         compiled), or (with ``refresh=True``, or none recorded) a fresh one built and timed in
-        the engine's measuring room. See :func:`msviz.engine.measure.bench.profile_run` for
+        the engine's measuring room. See :func:`msviz.engine.measure.requests.profile_run` for
         ``model`` and ``options`` (``runs``, ``draws``) and the frame's columns."""
         recorded = None if refresh else recorded_or_none(self, threshold)
         if recorded is not None:

@@ -2,7 +2,7 @@
 tuned schedule's latency carried to every shape (the cross-measurement), and the dispatch
 (each shape's fastest schedule, its regret).
 
-:mod:`msviz.engine.shapes.cover` writes it as ``shapes.json`` in the family's work root;
+:mod:`msviz.workflows.shapes.cover` writes it as ``shapes.json`` in the family's work root;
 :func:`read_shape_cover` reads it back, so a cover opens without re-tuning. The views
 (:mod:`msviz.views.shapes`) draw it.
 """
@@ -63,7 +63,7 @@ class Dispatch:
     weighted time; ``tasks_from`` counts tasks per source); ``own_us``: the shape's own tuned
     best when it was tuned; ``regret``: ``us / own_us`` where known; ``estimated``: the regret
     estimated for an untuned shape (its latency against the tuned shapes' throughput carried to
-    its size, see :mod:`msviz.engine.shapes.cover`).
+    its size, see :mod:`msviz.workflows.shapes.cover`).
     """
 
     shape: str
@@ -207,7 +207,7 @@ def dispatch_ranges(cover: ShapeCover) -> list[tuple[str, str, str]]:
 
 
 def read_shape_cover(root: str | Path) -> ShapeCover:
-    """The cover a :class:`~msviz.engine.shapes.cover.ShapeTuning` wrote into ``root``."""
+    """The cover a :class:`~msviz.workflows.shapes.cover.ShapeTuning` wrote into ``root``."""
     path = Path(root) / COVER_FILE
     if not path.is_file():
         raise WorkDirError(f"{root} holds no shape cover ({COVER_FILE} is missing)")

@@ -95,7 +95,7 @@ class Trial:
         stored trace, the reference is the stored workload built by TVM for the record's
         target (see :mod:`msviz.bench.schedule`). It runs in the engine's measuring room, one
         measurement at a time with any tuning in this process
-        (:func:`msviz.engine.measure.bench.check_trial`).
+        (:func:`msviz.engine.measure.requests.check_trial`).
 
         Parameters
         ----------

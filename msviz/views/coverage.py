@@ -6,7 +6,8 @@ The coverage (:class:`~msviz.records.coverage_types.Coverage`) comes from a sess
 kind (``Run.coverage``). A task's *share* is its part of the model's untuned weighted latency
 (weight x untuned latency over the sum); latencies are µs.
 
-The same concept one room down: :mod:`msviz.records.coverage` computes it.
+The same concept one room down: :mod:`msviz.records.coverage` computes it; ``msviz.coverage``
+(:mod:`msviz.workflows.coverage`) measures a model's untuned times for it.
 """
 
 from __future__ import annotations

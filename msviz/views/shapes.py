@@ -6,7 +6,7 @@ The cover (:class:`~msviz.records.shape_cover.ShapeCover`) comes from
 ``ShapeTuning.cover`` or ``msviz.open_shapes(root)``. Latencies are µs; a *ratio* is a cell's
 latency over the best known for its shape (the dispatched one): 1.0 is the best.
 
-The same concept tuned and typed: :mod:`msviz.engine.shapes`, :mod:`msviz.cli.shapes`.
+The same concept tuned and typed: :mod:`msviz.workflows.shapes`, :mod:`msviz.cli.shapes`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 compute-at, a parallel or vectorized loop, a tensor intrinsic) on a trial's trace or a fresh
 design space, and say which schedule rule, sampling instruction, primitive or postproc stops it.
 Schedules only: measuring a forced schedule is the engine's
-(:func:`msviz.engine.measure.bench.measure_forced`)."""
+(:func:`msviz.engine.measure.requests.measure_forced`)."""
 
 from msviz.whynot.answer import WANTS, WhyNot, why_not
 

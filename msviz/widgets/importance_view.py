@@ -9,13 +9,13 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.engine.restriction import Restriction, propose_restriction
 from msviz.records import open_work_dir
 from msviz.views.importance import importance_figure
 from msviz.widgets.adapter import UIAdapter, running_loop
 from msviz.widgets.common import ErrorArea, figure_widget
 from msviz.widgets.compare_view import CompareView, compare
 from msviz.widgets.plots import show_figure
+from msviz.workflows.rerun import Restriction, propose_restriction
 
 __all__ = ["ImportanceView"]
 

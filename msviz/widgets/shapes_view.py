@@ -3,7 +3,7 @@ on every shape), dispatched against own latency, and the dispatch table.
 
 ``ShapesView(source)`` shows a finished cover (a :class:`~msviz.records.shape_cover.ShapeCover`
 or a work root holding ``shapes.json``) or follows a live
-:class:`~msviz.engine.shapes.cover.ShapeTuning`: its events reach the kernel's loop through
+:class:`~msviz.workflows.shapes.cover.ShapeTuning`: its events reach the kernel's loop through
 :class:`~msviz.widgets.adapter.UIAdapter`, and the view redraws after a shape is tuned, a
 shape cross-measured, and when the tuning ends.
 """
@@ -17,7 +17,6 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.engine.shapes import ShapeTuning
 from msviz.records.shape_cover import ShapeCover, read_shape_cover
 from msviz.views.shapes import (
     ShapeCoverInfo,
@@ -31,6 +30,7 @@ from msviz.views.shapes import (
 from msviz.widgets.adapter import UIAdapter
 from msviz.widgets.common import ErrorArea, figure_widget
 from msviz.widgets.plots import show_figure
+from msviz.workflows.shapes import ShapeTuning
 
 __all__ = ["REDRAW_KINDS", "ShapesView", "shapes_view"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz.engine.measure.bench import measure_forced as measure
+from msviz.engine.measure.requests import measure_forced as measure
 from msviz.whynot.answer import WANTS, WhyNot
 from msviz.widgets.common import ErrorArea, code_html
 

@@ -24,9 +24,9 @@ from msviz.bench.schedule import (
     default_tolerance,
     random_inputs,
 )
-from msviz.engine.measure import Measurer, MeasureResult
+from msviz.engine.measure import MeasureResult, MeasuringService
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.task_scheduler.tuner import close_tuners, make_tuners
+from msviz.engine.tuning.tuner import close_tuners, make_tuners
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
 from msviz.report import render_report
@@ -204,7 +204,7 @@ def _batch(mod: Any, target: Any) -> tuple[list, list]:
     scheds = [wrong_schedule(mod), right_schedule(mod), compat.Schedule(mod)]
     items = [(s, compat.ArgInfo.from_entry_func(s.mod, remove_preproc=True), {}, 0)
              for s in scheds]
-    measurer = Measurer(target)
+    measurer = MeasuringService(target)
     built = measurer.build([s.mod for s in scheds])
     measurer.close()
     assert all(b.error is None for b in built)
@@ -241,7 +241,7 @@ def test_best_mode_checks_until_the_fastest_right_one() -> None:
         timed = [MeasureResult((1e-5,), None, None)] * 3
         assert off.check_batch(items, built, timed, best_secs=math.inf) == timed
     finally:
-        Measurer.cleanup(built)
+        MeasuringService.cleanup(built)
 
 
 # -- a correct session, and Trial.check on a stock work dir ------------------------------------

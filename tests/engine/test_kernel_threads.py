@@ -15,12 +15,12 @@ import pytest
 import tvm
 
 from msviz import compat
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.service import MeasuringService
 
 PROBE = (
     "from msviz import compat\n"
-    "from msviz.engine.measure.measurer import Measurer\n"
-    "m = Measurer(compat.make_target('llvm', num_cores=2))\n"
+    "from msviz.engine.measure.service import MeasuringService\n"
+    "m = MeasuringService(compat.make_target('llvm', num_cores=2))\n"
     "import tvm\n"
     "print(tvm.runtime.num_threads(), m.runner.pool.submit(tvm.runtime.num_threads).result())\n"
 )
@@ -53,7 +53,7 @@ def probe(env_threads: str | None) -> tuple[int, int]:
 
 @pytest.mark.parametrize("cores", [1, 2])
 def test_runner_worker_runs_kernels_on_the_target_cores(cores: int) -> None:
-    measurer = Measurer(compat.make_target("llvm", num_cores=cores))
+    measurer = MeasuringService(compat.make_target("llvm", num_cores=cores))
     assert measurer.runner.pool.submit(tvm.runtime.num_threads).result() == cores
 
 

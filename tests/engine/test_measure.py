@@ -83,7 +83,7 @@ def test_watchdog_replaces_a_runner_that_stops_answering() -> None:
     import signal
 
     from msviz import compat, workloads
-    from msviz.engine.measure.measurer import Measurer
+    from msviz.engine.measure.service import MeasuringService
 
     wl = workloads.get("GMM-0")
     sch = compat.Schedule(wl.mod)
@@ -91,7 +91,7 @@ def test_watchdog_replaces_a_runner_that_stops_answering() -> None:
     # The watchdog's deadline is read at each run: generous (60 s of slack) while a worker
     # starts (a process importing TVM: seconds on a loaded host), short only for the run that
     # hangs, which no deadline would see end
-    m = Measurer(compat.make_target("llvm"), runner_timeout=5.0, watchdog_slack=60.0,
+    m = MeasuringService(compat.make_target("llvm"), runner_timeout=5.0, watchdog_slack=60.0,
                  evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
     try:
         built = m.build([sch.mod])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import msviz
-from msviz.engine.measure.bench import MEASURING
+from msviz.engine.measure.service import MEASURING_LOCK
 from tests.conftest import lock_free_elsewhere
 from tests.engine.conftest import TINY
 
@@ -53,11 +53,11 @@ def test_compare_builds_and_times_under_the_measuring_lock(mlp_dir: Path, tmp_pa
     free: list[bool] = []
 
     def watched(*args: Any, **kwargs: Any) -> Any:
-        free.append(lock_free_elsewhere(MEASURING))
+        free.append(lock_free_elsewhere(MEASURING_LOCK))
         return original(*args, **kwargs)
 
     def watched_compile(*args: Any, **kwargs: Any) -> Any:
-        free.append(lock_free_elsewhere(MEASURING))
+        free.append(lock_free_elsewhere(MEASURING_LOCK))
         return original_compile(*args, **kwargs)
 
     original = paired_models.compare_builds
@@ -66,7 +66,7 @@ def test_compare_builds_and_times_under_the_measuring_lock(mlp_dir: Path, tmp_pa
     monkeypatch.setattr(msviz.compat.ms.relax_integration, "compile_relax", watched_compile)
     assert len(_compare(mlp_dir, other).ratio) == 2
     assert free == [False, False, False]  # two builds and the timing, each under the lock
-    assert lock_free_elsewhere(MEASURING)  # and released after
+    assert lock_free_elsewhere(MEASURING_LOCK)  # and released after
 
 
 def test_a_missing_work_dir_is_named(mlp_dir: Path, tmp_path: Path) -> None:

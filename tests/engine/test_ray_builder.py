@@ -21,7 +21,7 @@ import msviz
 from msviz import compat, workloads
 from msviz.cli import main
 from msviz.engine.measure.builder import WarmLocalBuilder
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.service import MeasuringService
 from msviz.records.row import status
 from msviz.records.sidecar import read_sidecar
 from tests.conftest import require
@@ -146,7 +146,7 @@ def test_a_build_function_the_workers_cannot_import_is_an_infra_error(
 
     builder = msviz.ray_builder(timeout=300, f_build=only_on_this_host.build)
     mod = workloads.get("GMM-0").mod
-    measurer = Measurer(compat.make_target("llvm"), builder=builder)
+    measurer = MeasuringService(compat.make_target("llvm"), builder=builder)
     try:
         (built,) = measurer.build([mod])
     finally:
@@ -174,7 +174,7 @@ def test_a_candidate_that_fails_to_build_fails_as_with_the_local_builder(ray: An
     seen = {}
     for name, builder in (("local", WarmLocalBuilder(max_workers=1, timeout_sec=30)),
                           ("ray", msviz.ray_builder(timeout=300))):
-        measurer = Measurer(target, builder=builder,
+        measurer = MeasuringService(target, builder=builder,
                             evaluator_config={"number": 1, "repeat": 1, "min_repeat_ms": 0})
         try:
             built = measurer.build(mods)
@@ -289,7 +289,7 @@ def test_a_builder_whose_ray_was_shut_down_says_so_and_starts_nothing(ray: Any) 
     # the module's last test: it shuts the module's Ray instance down
     builder = msviz.ray_builder()
     ray.shutdown()
-    measurer = Measurer(compat.make_target("llvm"), builder=builder)
+    measurer = MeasuringService(compat.make_target("llvm"), builder=builder)
     (built,) = measurer.build([workloads.get("GMM-0").mod])
     assert built.infra and "no longer connected to Ray" in built.error
     assert not ray.is_initialized()  # the builder did not start an instance of its own

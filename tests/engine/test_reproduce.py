@@ -17,9 +17,9 @@ import tvm
 import msviz
 from msviz.cli import main
 from msviz.engine.environment import config_of
-from msviz.engine.reproduce import redraw_first_batch
 from msviz.records.environment import rules_from_json
 from msviz.records.sidecar import SIDECAR_FILE
+from msviz.workflows.reproduce import redraw_first_batch
 from tests.engine.conftest import make_tiny_session
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import msviz
-from msviz.engine.restriction import propose_restriction
 from msviz.space_generator import RuleSet
+from msviz.workflows.rerun import propose_restriction
 from tests.engine.conftest import make_tiny_session
 
 

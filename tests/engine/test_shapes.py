@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import msviz
-from msviz.engine.shapes import ShapeTuning, default_max_k
-from msviz.engine.shapes.match import distance, extents, form, nearest
 from msviz.errors import MsvizError, WorkloadError
 from msviz.records.shape_cover import dispatch_ranges, weighted_geomean
+from msviz.records.task_match import distance, extents, form, nearest
+from msviz.workflows.shapes import ShapeTuning, default_max_k
 
 TINY = dict(population_size=16, init_min_unmeasured=8, genetic_num_iters=1,
             cost_model_task_warmup=0,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from msviz.engine.task_scheduler import stored
+from msviz.engine.tuning import stored
 from msviz.records import database as db_files
 
 NAN = math.nan

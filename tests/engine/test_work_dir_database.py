@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from msviz import compat
-from msviz.engine.task_scheduler.work_dir_database import WorkDirDatabase
+from msviz.engine.tuning.work_dir_database import WorkDirDatabase
 from msviz.records import database as db_files
 
 ms = compat.ms

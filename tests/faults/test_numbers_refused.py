@@ -32,7 +32,7 @@ def test_migrate_refuses_a_workload_of_other_shapes(tmp_path: Path,
 
 def test_a_restriction_from_a_few_trials_says_it_is_weak(stock_work_dirs: dict) -> None:
     import msviz
-    from msviz.engine.restriction import WEAK_BELOW, propose_restriction
+    from msviz.workflows.rerun import WEAK_BELOW, propose_restriction
 
     run = msviz.open(stock_work_dirs["GMM"])
     restriction = propose_restriction(run)

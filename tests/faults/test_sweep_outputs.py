@@ -25,7 +25,7 @@ import pytest
 import msviz
 from msviz.archive.bundle import write_bundle
 from msviz.cli import main
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.service import MeasuringService
 from msviz.errors import BundleError, WorkDirError, WriteError
 from msviz.records import bundle as bundle_module
 from msviz.records.sidecar import SIDECAR_FILE
@@ -255,9 +255,9 @@ def test_a_bundles_evaluator_config_is_brought_into_range(tuned: tuple[Path, Pat
 def test_retiming_leaves_no_build_artifacts_when_it_fails(
         tuned: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[str] = []
-    real_build = Measurer.build
+    real_build = MeasuringService.build
 
-    def build(self: Measurer, mods: Any) -> Any:
+    def build(self: MeasuringService, mods: Any) -> Any:
         out = real_build(self, mods)
         built.extend(b.artifact for b in out if b.artifact)
         return out
@@ -265,8 +265,8 @@ def test_retiming_leaves_no_build_artifacts_when_it_fails(
     def run(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(Measurer, "build", build)
-    monkeypatch.setattr(Measurer, "run", run)
+    monkeypatch.setattr(MeasuringService, "build", build)
+    monkeypatch.setattr(MeasuringService, "run", run)
     with pytest.raises(RuntimeError, match="injected"):
         msviz.reproduce(tuned[1], redraw=False)
     assert built and not [a for a in built if Path(a).parent.exists()]

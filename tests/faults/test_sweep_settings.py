@@ -193,7 +193,7 @@ def test_resume_into_a_dir_at_its_budget_says_so(tmp_path: Path,
 
 
 def test_propose_restriction_before_start_says_there_are_no_trials(tmp_path: Path) -> None:
-    from msviz.engine.restriction import propose_restriction
+    from msviz.workflows.rerun import propose_restriction
 
     session = msviz.Session("GMM-0", max_trials=2, work_dir=tmp_path / "wd")
     with pytest.raises(ValueError, match=r"the session has no trials yet \(state idle\): start "

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import msviz
-from msviz.engine.measure import bench
-from msviz.engine.measure.bench import MEASURING
+from msviz.engine.measure import requests
+from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.errors import MsvizError
 from msviz.records import open_work_dir
 from tests.conftest import lock_free_elsewhere
@@ -36,11 +36,11 @@ def test_msviz_open_checks_under_the_measuring_lock(stock_work_dirs: dict[str, P
     free: list[bool] = []
 
     def watched(*args, **kwargs):
-        free.append(lock_free_elsewhere(MEASURING))
+        free.append(lock_free_elsewhere(MEASURING_LOCK))
         return original(*args, **kwargs)
 
-    original = bench.check_schedule
-    monkeypatch.setattr(bench, "check_schedule", watched)
+    original = requests.check_schedule
+    monkeypatch.setattr(requests, "check_schedule", watched)
     run = msviz.open(stock_work_dirs["GMM"])
     result = run.best().check()
     assert result.ok and free == [False]

@@ -232,7 +232,7 @@ def test_the_engines_database_holds_stocks_top_k(work_dir: Path, tmp_path: Path,
                                                  keep_top: int) -> None:
     """The session's ``WorkDirDatabase`` (resuming a work dir) holds, per workload, the
     records stock's ``get_top_k(workload, keep_top)`` gives, ranked as stock."""
-    from msviz.engine.task_scheduler.work_dir_database import WorkDirDatabase
+    from msviz.engine.tuning.work_dir_database import WorkDirDatabase
 
     copy = tmp_path / "wd"
     shutil.copytree(work_dir, copy)

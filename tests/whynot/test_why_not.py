@@ -10,7 +10,7 @@ import pytest
 
 import msviz
 from msviz import compat
-from msviz.engine.measure.bench import measure_forced as measure
+from msviz.engine.measure.requests import measure_forced as measure
 from msviz.errors import DecisionError
 from msviz.space_generator import RuleSet
 from msviz.whynot.answer import why_not

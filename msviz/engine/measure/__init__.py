@@ -5,7 +5,6 @@ the measure callbacks (database, cost model), result checks and re-measurement.
 the module.
 """
 
-from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.results import (
     ERROR_KINDS,
     UNMEASURED_KINDS,
@@ -14,13 +13,14 @@ from msviz.engine.measure.results import (
     is_infra_error,
 )
 from msviz.engine.measure.rpc import NoDevicesError, RPCSpec, TrackerError
+from msviz.engine.measure.service import MeasuringService
 
 __all__ = [
     "ERROR_KINDS",
     "UNMEASURED_KINDS",
     "BuildOutcome",
     "MeasureResult",
-    "Measurer",
+    "MeasuringService",
     "NoDevicesError",
     "RPCSpec",
     "TrackerError",

@@ -1,7 +1,8 @@
 """MetaSchedule's measure-callback steps, done by hand after each batch.
 
 ``TaskScheduler`` runs ``AddToDatabase``, ``RemoveBuildArtifact`` and ``UpdateCostModel`` after
-a batch; msviz does the same here (:meth:`Measurer.cleanup` removes the build artifacts), and
+a batch; msviz does the same here (:meth:`MeasuringService.cleanup` removes the build
+artifacts), and
 adds what the stock database drops: a sidecar line per trial and the stock log line.
 
 A measurement that failed for infrastructure reasons (``error_kind == "infra"``: a watchdog

@@ -9,7 +9,7 @@ import numpy as np
 
 from msviz import compat
 from msviz.engine.measure.callbacks import add_to_database
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.service import MeasuringService
 from msviz.records.run import Run
 
 __all__ = ["index_stored_lines", "remeasure"]
@@ -36,7 +36,7 @@ def remeasure(tuner: Any, what: Any, repeats: int) -> dict:
     """
     sch, line = _resolve(tuner, what)
     if tuner.measurer is None:
-        tuner.measurer = Measurer(tuner.target, **tuner.measurer_options)
+        tuner.measurer = MeasuringService(tuner.target, **tuner.measurer_options)
     measurer = tuner.measurer
     cfg = measurer.evaluator_config
     config = {"number": int(cfg.number), "repeat": int(repeats),

@@ -350,7 +350,7 @@ def cleanup_files(session: Any, remote_path: str | None) -> None:
 
 def upload_module(session: Any, local_path: str, remote_path: str) -> Any:
     """``f_upload_module``: the stock upload, after writing the server's address next to the
-    artifact (the Measurer reads it before deleting the artifact)."""
+    artifact (the MeasuringService reads it before deleting the artifact)."""
     try:
         with open(os.path.join(os.path.dirname(local_path), DEVICE_FILE), "w") as f:
             f.write(_WORKER.get("device", ""))

@@ -22,7 +22,7 @@ def measure_untuned(measurer: Any, tasks: list) -> list[dict]:
 
     Parameters
     ----------
-    measurer : Measurer
+    measurer : MeasuringService
         The session's builder and runner.
     tasks : list of ModelTask
         The session's tasks.

@@ -4,7 +4,7 @@
 and
 
 1. builds the best trial of each task and times it here with MetaSchedule's builder and runner
-   (as the session measured it: :class:`~msviz.engine.measure.measurer.Measurer`, the run's
+   (as the session measured it: :class:`~msviz.engine.measure.service.MeasuringService`, the run's
    evaluator config), next to the latency the bundle holds;
 2. tunes one batch with a new :class:`~msviz.engine.session.Session` made from the
    :class:`~msviz.engine.config.SessionConfig` the bundle's environment gives back
@@ -45,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from msviz.engine.environment import config_of
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.service import MeasuringService
 from msviz.engine.session import Session
 from msviz.errors import MsvizError
 from msviz.records import database as db_files
@@ -214,14 +214,12 @@ def retime_best(run: Run, evaluator_config: dict | None = None) -> pd.DataFrame:
     for item in todo:  # one builder/runner per target
         by_target.setdefault(str(item[2]), []).append(item)
     for items in by_target.values():
-        measurer = Measurer(items[0][2], evaluator_config=evaluator_config)
-        built: list = []
+        service = MeasuringService(items[0][2], evaluator_config=evaluator_config)
         try:
-            built = measurer.build([mod for _, mod, _, _ in items])
-            results = measurer.run(built, [list(args) for *_, args in items])
+            results = service.measure([mod for _, mod, _, _ in items],
+                                      [list(args) for *_, args in items])
         finally:
-            measurer.cleanup(built)  # the artifacts' temporary folders, on every exit
-            measurer.close()
+            service.close()
         for (row, *_), res in zip(items, results, strict=True):
             if res.error or not res.run_secs:
                 row["error"] = (res.error or "no timing").strip().splitlines()[0]

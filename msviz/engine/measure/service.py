@@ -1,10 +1,19 @@
-"""Building and running candidates with MetaSchedule's builder and runner, under a watchdog.
+"""The measuring service: the one way msviz builds, runs and times kernels.
 
-The builder and runner come from :mod:`~msviz.engine.measure.builder` and
-:mod:`~msviz.engine.measure.runner`'s ``create``. They are called under
-:mod:`~msviz.engine.measure.watchdog`'s deadline: when it passes, the pool's worker processes are
-killed (its own, by PID), the pool is replaced, and the batch is reported as failed with a clear
-error, so the session goes on.
+:class:`MeasuringService` builds and runs lists of candidates for a target with MetaSchedule's
+builder and runner (from :mod:`~msviz.engine.measure.builder` and
+:mod:`~msviz.engine.measure.runner`'s ``create``; the settings of a
+:class:`~msviz.engine.config.SessionConfig` through :meth:`MeasuringService.for_config`), and
+owns :data:`MEASURING_LOCK`, the process-wide lock every build and run holds: one measurement
+at a time in this process, so nothing times a kernel on the same cores as another's batch. A
+session's tuning batches, re-measurements, untuned times, a shape cover's cross-measurement,
+``msviz.coverage``'s untuned times and a reproduce's re-timing all measure through it; what is
+not a list of schedules (a trial's check, a model profiled or compared, a forced schedule) is
+:mod:`~msviz.engine.measure.requests`', under the same lock.
+
+The builder and runner are called under :mod:`~msviz.engine.measure.watchdog`'s deadline: when
+it passes, the pool's worker processes are killed (its own, by PID), the pool is replaced, and
+the batch is reported as failed with a clear error, so the session goes on.
 
 Over RPC (:mod:`msviz.engine.measure.rpc`) the runner's futures are collected one by one while the
 tracker is watched: a candidate whose server died is ``device_lost`` (not the candidate's
@@ -17,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,12 +40,20 @@ from msviz.engine.measure.results import (
     is_infra_build_error,
     is_infra_error,
 )
+from msviz.engine.measure.untuned import measure_untuned
 
-__all__ = ["Measurer"]
+__all__ = ["MEASURING_LOCK", "MeasuringService"]
+
+#: Held by every build and run in this process: a session worker's batches, its untuned and
+#: end-to-end timings, a trial's check, a model's fresh profile or comparison, a forced
+#: schedule's timing, the workflows' measurements. Re-entrant: a measurement may call another
+#: (a session's check inside its worker's turn, a batch's build and then its run).
+MEASURING_LOCK = threading.RLock()
 
 
-class Measurer:
-    """Builds and runs candidates, one batch at a time.
+class MeasuringService:
+    """Builds and runs candidates, one batch at a time, each build and run under
+    :data:`MEASURING_LOCK` (also :attr:`lock`).
 
     Parameters
     ----------
@@ -88,6 +106,35 @@ class Measurer:
         self.runner = self._make_runner(self.evaluator_config)
         self.pools_replaced = 0
 
+    #: The process-wide lock (:data:`MEASURING_LOCK`).
+    lock = MEASURING_LOCK
+
+    @classmethod
+    def for_config(cls, target: Any, config: Any) -> MeasuringService:
+        """A service with a :class:`~msviz.engine.config.SessionConfig`'s builder, runner,
+        timeouts and evaluator settings, for ``target``; no Session needed."""
+        return cls(target, **config.measurer_options())
+
+    def measure(self, mods: Sequence[Any], args_infos: Sequence[Any] | None = None, *,
+                evaluator_config: Any = None) -> list[MeasureResult]:
+        """Build and run each IRModule (its ``args_info`` read from it unless given) in one turn
+        of the lock, their artifacts removed after; in order, failures as results."""
+        if args_infos is None:
+            args_infos = [compat.ArgInfo.from_entry_func(m, remove_preproc=True) for m in mods]
+        with MEASURING_LOCK:
+            built: list[BuildOutcome] = []
+            try:
+                built = self.build(mods)
+                return self.run(built, args_infos, evaluator_config=evaluator_config)
+            finally:
+                self.cleanup(built)
+
+    def time_untuned(self, tasks: list) -> list[dict]:
+        """Every task's workload built and timed as it is, in one batch
+        (:func:`~msviz.engine.measure.untuned.measure_untuned`)."""
+        with MEASURING_LOCK:
+            return measure_untuned(self, tasks)
+
     def _make_runner(self, evaluator: Any) -> Any:
         return runner_mod.create(self._runner_spec, self.target, timeout=self.runner_timeout,
                                  evaluator=evaluator)
@@ -101,7 +148,12 @@ class Measurer:
     # -- build ------------------------------------------------------------------------------------
 
     def build(self, mods: Sequence[Any]) -> list[BuildOutcome]:
-        """Build each IRModule; a builder that hangs fails the whole batch with an error."""
+        """Build each IRModule under the lock; a builder that hangs fails the whole batch with
+        an error."""
+        with MEASURING_LOCK:
+            return self._build(mods)
+
+    def _build(self, mods: Sequence[Any]) -> list[BuildOutcome]:
         if not mods:
             return []
         inputs = [compat.ms.builder.BuilderInput(mod, self.target) for mod in mods]
@@ -142,7 +194,8 @@ class Measurer:
         *,
         evaluator_config: Any = None,
     ) -> list[MeasureResult]:
-        """Run what built; failed builds come back as ``build`` errors, in order.
+        """Run what built, under the lock; failed builds come back as ``build`` errors, in
+        order.
 
         A failure of the measuring infrastructure (the builder's or runner's watchdog, a
         builder or runner that raised, no CUDA device, an RPC session error) comes back with
@@ -158,6 +211,11 @@ class Measurer:
         evaluator_config : EvaluatorConfig | dict, optional
             Time with these settings instead (a temporary runner, e.g. for re-measuring).
         """
+        with MEASURING_LOCK:
+            return self._run(built, args_infos, evaluator_config)
+
+    def _run(self, built: Sequence[BuildOutcome], args_infos: Sequence[Any],
+             evaluator_config: Any) -> list[MeasureResult]:
         out: list[MeasureResult | None] = [
             MeasureResult(None, b.error, "infra" if b.infra else "build")
             if b.error or not b.artifact else None

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
-from msviz.engine.task_scheduler.work_dir_database import read_tuning_records
+from msviz.engine.tuning.work_dir_database import read_tuning_records
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
 from msviz.records.sidecar import read_sidecar
@@ -46,7 +46,7 @@ TRAIN_AT_MOST = 256
 
 class StoredRecords:
     """A work dir's records (those ``database``, a
-    :class:`~msviz.engine.task_scheduler.work_dir_database.WorkDirDatabase`, read) and sidecar
+    :class:`~msviz.engine.tuning.work_dir_database.WorkDirDatabase`, read) and sidecar
     trials, read once (on first use) for every task."""
 
     def __init__(self, work_dir: str | Path, database: Any) -> None:

@@ -1,7 +1,7 @@
 """Two work dirs of one model (msviz's, MetaSchedule's) compared whole, in paired rounds
-(:mod:`msviz.bench.paired`): ``msviz.compare_models(a, b)``. Built and timed under the measuring
-room's lock (:data:`msviz.engine.measure.bench.MEASURING`): never beside a tuning batch of this
-process."""
+(:mod:`msviz.bench.paired`): ``msviz.compare_models(a, b)``. Built and timed by the measuring
+service (:func:`msviz.engine.measure.requests.compare_model_builds`, under its lock): never
+beside a tuning batch of this process."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat, models
-from msviz.bench.draws import DEFAULT_DRAWS
-from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
-from msviz.engine.measure.bench import MEASURING
+from msviz.engine.measure.requests import (
+    DEFAULT_DRAWS,
+    DEFAULT_ROUNDS,
+    PairedComparison,
+    compare_model_builds,
+)
 from msviz.records.model_profile import model_of_run
 from msviz.records.sidecar import read_sidecar
 
@@ -55,22 +58,6 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
         Path(x).name if isinstance(x, (str, Path)) else key for x, key in ((a, "a"), (b, "b"))]
     if len(labels) != 2 or labels[0] == labels[1]:
         labels = [f"a:{labels[0]}", f"b:{labels[-1]}"]
-    with MEASURING:
-        return _compare(a, b, model, target, labels, seed=seed, rounds=rounds, draws=draws,
-                        number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
-
-
-def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed: int,
-             **timing: Any) -> PairedComparison:
-    builds = {}
-    for label, what in zip(labels, (a, b)):
-        if isinstance(what, (str, Path)):
-            if not Path(what).is_dir():
-                raise FileNotFoundError(f"{what} is not a work dir")
-            database = compat.JSONDatabase(work_dir=str(what))
-            builds[label] = compat.ms.relax_integration.compile_relax(database, model.mod,
-                                                                      target, params=None)
-        else:
-            builds[label] = what
-    return compare_builds(builds, model.random_inputs(seed), model.func_name,
-                          device=compat.device_type(target), **timing)
+    return compare_model_builds(a, b, model, target, labels, seed=seed, rounds=rounds,
+                                draws=draws, number=number, repeat=repeat,
+                                min_repeat_ms=min_repeat_ms)

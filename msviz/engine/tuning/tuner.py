@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from msviz import compat
 from msviz.engine.measure import callbacks
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.measure.measurer import Measurer
 from msviz.engine.measure.remeasure import index_stored_lines, remeasure
 from msviz.engine.measure.results import UNMEASURED_KINDS
+from msviz.engine.measure.service import MeasuringService
 from msviz.engine.profile import Profile
 from msviz.engine.search import factory as search_strategies
 from msviz.engine.search.candidates import decisions_of
@@ -31,13 +31,14 @@ from msviz.engine.search.evolution import EvolutionarySearch
 from msviz.engine.search.generation import Generation
 from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.replay_trace import ReplayTrace
-from msviz.engine.task_scheduler.stored import (
+from msviz.engine.tuning.carried import Carried
+from msviz.engine.tuning.stored import (
     StoredRecords,
     best_history_ms,
     learn_from_database,
 )
-from msviz.engine.task_scheduler.work_dir_database import WorkDirDatabase
-from msviz.engine.task_scheduler.workdir import (
+from msviz.engine.tuning.work_dir_database import WorkDirDatabase
+from msviz.engine.tuning.workdir import (
     close_logger,
     count_lines,
     repair_torn_tail,
@@ -74,20 +75,20 @@ class InfrastructureError(MsvizError, RuntimeError):
 class SharedParts:
     """What every task of a session shares, as MetaSchedule's ``TaskScheduler`` shares it: the
     JSON database (one work dir, one record-line counter), the XGBoost cost model, the builder
-    and runner (:class:`Measurer`) and msviz's sidecar, made from the session's config (target,
+    and runner (the measuring service) and msviz's sidecar, made from the session's config (target,
     knobs, threads, builder and runner) for its work dir.
 
     Call :meth:`open` on the worker thread (``warn(message)`` reports repairs).
     """
 
     def __init__(self, config: SessionConfig, *, work_dir: Path,
-                 measurer: Measurer | None = None) -> None:
+                 measurer: MeasuringService | None = None) -> None:
         self.work_dir = Path(work_dir)
         self.target = config.target
         self.knobs = config.knobs
         self.num_threads = config.num_threads
         self.measurer_options = config.measurer_options()
-        self.measurer: Measurer | None = None
+        self.measurer: MeasuringService | None = None
         #: A measurer given from outside (several sessions measuring one after another on
         #: warm pools): used, never closed.
         self._given_measurer = measurer
@@ -109,7 +110,8 @@ class SharedParts:
         self.stored = StoredRecords(wd, self.database)
         self.cost_model = compat.ms.cost_model.XGBModel(
             num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
-        self.measurer = self._given_measurer or Measurer(self.target, **self.measurer_options)
+        self.measurer = self._given_measurer or MeasuringService(self.target,
+                                                                 **self.measurer_options)
         compat.register_tensor_intrins()  # before the first TuneContext imports them, slowly
         self.ready = True
 
@@ -186,9 +188,8 @@ class Tuner:
         self.search: EvolutionarySearch | ReplayTrace | None = None
         #: What raised in this task's search (skipped, counted; see ``quarantine`` events).
         self.quarantine = Quarantine(self.task)
-        #: Schedules carried from a tuning library, measured first: ``(schedule, lineage info,
-        #: shash)`` (:mod:`msviz.engine.library_reuse`).
-        self.carried: list[tuple[Any, dict, int]] = []
+        #: Schedules carried from a tuning library, measured first (:meth:`carry_in`).
+        self.carried: list[Carried] = []
         #: Why the task gets no trials (an exact library hit with ``reuse="skip"``), or None.
         self.skip_reason: str | None = None
 
@@ -198,11 +199,11 @@ class Tuner:
     sidecar = property(lambda self: self.shared.sidecar)
 
     @property
-    def measurer(self) -> Measurer | None:
+    def measurer(self) -> MeasuringService | None:
         return self.shared.measurer
 
     @measurer.setter
-    def measurer(self, value: Measurer | None) -> None:
+    def measurer(self, value: MeasuringService | None) -> None:
         self.shared.measurer = value
 
     @property
@@ -327,7 +328,7 @@ class Tuner:
 
     def _learn_from_database(self) -> None:
         """msviz preset: never re-pick a stored schedule, and train the model on a bounded sample
-        of the stored records (:func:`msviz.engine.task_scheduler.stored.learn_from_database`)."""
+        of the stored records (:func:`msviz.engine.tuning.stored.learn_from_database`)."""
         learn_from_database(self)
 
     def set_rules(self, rules: RuleSet) -> None:
@@ -366,7 +367,7 @@ class Tuner:
             return None
         carried, self.carried = self.carried[:n], []
         if carried:
-            self.search.measured.update(shash for _, _, shash in carried)
+            self.search.measured.update(c.shash for c in carried)
         n -= len(carried)
         while True:
             self._space_changed = False
@@ -412,20 +413,37 @@ class Tuner:
             yield "batch"
             return "measured"
 
-    @staticmethod
-    def _carried_items(carried: list[tuple[Any, dict, int]]) -> list[tuple[Any, Any, dict, int]]:
-        return [(sch, compat.ArgInfo.from_entry_func(sch.mod, remove_preproc=True), info, shash)
-                for sch, info, shash in carried]
+    def carry_in(self, carried: list[Carried], *, ranked_by_library: bool = False) -> None:
+        """Schedules carried to this task, measured first in its next batch (a library's:
+        :mod:`msviz.engine.library_reuse`); ``ranked_by_library``: the cost model that ranks
+        the search's warm-up was trained on the library first."""
+        self.carried = list(carried)
+        if ranked_by_library and self.evo is not None:
+            self.evo.library_ranked = True
 
-    def measure_carried(self, carried: list[tuple[Any, dict, int]], *, learn: bool = True
-                        ) -> list[dict]:
-        """A batch of carried schedules alone (a library's, another shape's): ``(schedule,
-        lineage info, structural hash)`` each; returns the ``measured`` event's rows. With
-        ``learn=False`` the cost model is not updated (a session that only measures)."""
+    def committed(self, shash: int) -> None:
+        """A record committed to the database without measuring (a library's exact hit): the
+        search never picks its schedule again."""
+        if self.search is not None:
+            self.search.measured.add(int(shash))
+
+    def skip(self, reason: str) -> None:
+        """Give this task no trials (``reason`` becomes its end reason)."""
+        self.skip_reason = reason
+
+    @staticmethod
+    def _carried_items(carried: list[Carried]) -> list[tuple[Any, Any, dict, int]]:
+        return [(c.schedule, compat.ArgInfo.from_entry_func(c.schedule.mod, remove_preproc=True),
+                 c.info(), c.shash) for c in carried]
+
+    def measure_carried(self, carried: list[Carried], *, learn: bool = True) -> list[dict]:
+        """A batch of carried schedules alone (a library's, another shape's); returns the
+        ``measured`` event's rows. With ``learn=False`` the cost model is not updated (a
+        session that only measures)."""
         self.emit("picked", generation=self.generation, requested=len(carried), by_score=0,
                   by_random=0, by_library=len(carried), failures={}, candidates=[
-                      {**info, "decisions": decisions_of(sch.trace)}
-                      for sch, info, _ in carried])
+                      {**c.info(), "decisions": decisions_of(c.schedule.trace)}
+                      for c in carried])
         rows = self.measure_batch(self._carried_items(carried), generation=self.generation,
                                   learn=learn)
         self.generation += 1
@@ -502,7 +520,7 @@ def task_seed(seed: int, index: int) -> int:
 
 def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: dict,
                 emit: Any, warn: Any, profile: Profile | None = None,
-                measurer: Measurer | None = None) -> tuple[SharedParts, list[Tuner]]:
+                measurer: MeasuringService | None = None) -> tuple[SharedParts, list[Tuner]]:
     """The parts all tasks share (database, cost model, sidecar, measurer) and one tuner per
     task, set up on the calling thread; everything is closed again if one fails.
 
@@ -516,7 +534,7 @@ def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: di
         Each task index's RuleSet now.
     emit, warn, profile : callable, callable, Profile or None
         The session's event log, its ``warning`` event and its profile.
-    measurer : Measurer, optional
+    measurer : MeasuringService, optional
         Measure with this one (warm pools, left open) instead of a new one.
     """
     shared = SharedParts(config, work_dir=work_dir, measurer=measurer)

@@ -13,10 +13,10 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from msviz import compat
-from msviz.engine.shapes.match import nearest
+from msviz.engine.tuning.carried import carried
 from msviz.records import database as db_files
 from msviz.records.run import Run
+from msviz.records.task_match import nearest
 from msviz.trace.carry import carry_trace
 
 __all__ = ["CrossResult", "carry_to", "has_records", "measure_on", "own_best", "top_trials"]
@@ -84,7 +84,7 @@ def top_trials(run: Run, task: str, n: int) -> list[Any]:
 def carry_to(source: str, run: Run, source_tasks: list, tasks: list, target: Any, top: int
              ) -> tuple[dict[int, list], dict[int, int], str | None, list[int]]:
     """The ``top`` fastest schedules of each source task carried to its matching task of
-    ``tasks`` (:func:`msviz.engine.shapes.match.nearest`).
+    ``tasks`` (:func:`msviz.records.task_match.nearest`).
 
     Returns ``(items per task index, failed carries per task index, first reason, task
     indices with no matching source task)``; an item is ``(schedule, lineage info, structural
@@ -108,17 +108,13 @@ def carry_to(source: str, run: Run, source_tasks: list, tasks: list, target: Any
                 failed[task.index] = failed.get(task.index, 0) + 1
                 first_error = first_error or f"{source} -> {task.name}: {carry.error}"
                 continue
-            shash = int(compat.structural_hash(carry.schedule.mod))
-            if shash in seen:
-                continue
-            seen.add(shash)
             name = source if len(source_tasks) == 1 else f"{source}/{src.name}"
-            info = {"design_space": None, "origin": "library", "parent": None, "mutator": None,
-                    "iteration": 0, "ancestor_line": None, "pick": "library",
-                    "predicted_score": None, "shash": str(shash), "carry": SHAPE_CARRY,
-                    "adjusted": list(carry.adjusted),
-                    "carried_from": f"{name} trial {trial.index}"}
-            items.setdefault(task.index, []).append((carry.schedule, info, shash))
+            one = carried(carry.schedule, SHAPE_CARRY, f"{name} trial {trial.index}",
+                          carry.adjusted)
+            if one.shash in seen:
+                continue
+            seen.add(one.shash)
+            items.setdefault(task.index, []).append(one)
     return items, failed, first_error, missing
 
 

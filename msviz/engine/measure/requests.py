@@ -1,7 +1,8 @@
-"""The engine's measuring room for what is not a tuning batch: a trial's result check, a model
-profiled anew, a forced schedule (why-not) timed. Each builds and runs kernels, so each holds
-:data:`MEASURING`, the lock every session's worker holds while it measures: one measurement at a
-time in this process, so a check never times against a tuning batch on the same cores.
+"""The measuring service's requests that are not a list of schedules: a trial's result check,
+a model profiled anew, a forced schedule (why-not) timed. Each builds and runs kernels, so each
+holds :data:`~msviz.engine.measure.service.MEASURING_LOCK`, the lock every build and run of
+:class:`~msviz.engine.measure.service.MeasuringService` holds: one measurement at a time in this
+process, so a check never times against a tuning batch on the same cores.
 
 The building and running itself is :mod:`msviz.bench`'s (the same bench, one room lower: it
 knows no lock and no session); user calls reach these through a Run's actions
@@ -10,26 +11,34 @@ knows no lock and no session); user calls reach these through a Run's actions
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from msviz import compat
 from msviz.bench.draws import DEFAULT_DRAWS
+from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_model
+from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
 from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_inputs
+from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.errors import MsvizError
 from msviz.records.model_profile import DEFAULT_THRESHOLD, model_of_run, model_profile_frame
 from msviz.whynot.wants import tvm_text
 
-__all__ = ["MEASURING", "check_trial", "measure_forced", "model_profile_of", "profile_run"]
-
-#: Held by every measurement in this process: a session worker's batches, its untuned and
-#: end-to-end timings, a trial's check, a model's fresh profile, a forced schedule's timing.
-#: Re-entrant: a measurement may call another (a session's check inside its worker's turn).
-MEASURING = threading.RLock()
+__all__ = [
+    "DEFAULT_DRAWS",
+    "DEFAULT_ROUNDS",
+    "PairedComparison",
+    "check_model_end_to_end",
+    "check_trial",
+    "compare_model_builds",
+    "measure_forced",
+    "model_profile_of",
+    "profile_run",
+]
 
 
 def check_trial(trial: Any, *, inputs: Any = None, rtol: float | None = None,
@@ -39,9 +48,19 @@ def check_trial(trial: Any, *, inputs: Any = None, rtol: float | None = None,
     record = trial.record
     target = record.target if record.target is not None else compat.make_target("llvm")
     mod = trial.mod  # replayed before the lock: no kernel is built yet
-    with MEASURING:
+    with MEASURING_LOCK:
         return check_schedule(mod, record.workload.mod, target, inputs=inputs, rtol=rtol,
                               atol=atol, seed=seed)
+
+
+def check_model_end_to_end(model: Any, tasks: Sequence[Any], work_dir: Any, target: Any, *,
+                           seed: int, draws: int) -> tuple[dict, Any, Any]:
+    """A model compiled with the work dir's database and without, both run on the same random
+    inputs, compared and timed in ``draws`` fresh processes that also profile the tuned build
+    (:func:`msviz.bench.model_check.run_check`), under the lock."""
+    with MEASURING_LOCK:
+        return run_check(model, tasks, work_dir, target, seed=seed, draws=draws,
+                         profile_runs=PROFILE_RUNS)
 
 
 def profile_run(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRESHOLD,
@@ -105,14 +124,14 @@ def model_profile_of(work_dir: Any, model: Any, tasks: Sequence[Any], target: An
                      refresh: bool = False, runs: int = PROFILE_RUNS,
                      draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
     """The recorded profile (unless ``refresh``), else a fresh one of ``model`` built from the
-    work dir's database and timed in ``draws`` fresh processes, under :data:`MEASURING`; as a
+    work dir's database and timed in ``draws`` fresh processes, under :data:`MEASURING_LOCK`; as a
     :func:`~msviz.records.model_profile.model_profile_frame`."""
     if recorded is not None and not refresh:
         if recorded.get("error"):
             raise MsvizError(f"the model profile recorded in {work_dir} failed: "
                              f"{recorded['error']}; pass refresh=True to profile again")
         return model_profile_frame(recorded, threshold)
-    with MEASURING:
+    with MEASURING_LOCK:
         data = profile_model(model, tasks, work_dir, target, runs=runs, draws=draws)
     return model_profile_frame(data, threshold)
 
@@ -140,7 +159,7 @@ def measure_forced(answer: Any, *, repeats: int = 3, seed: int = 0) -> dict:
         raise ValueError("this WhyNot has no forced schedule to measure: "
                          f"{answer.blocked_by} blocks it ({answer.reason[:200]})")
     target = answer.target
-    with MEASURING:
+    with MEASURING_LOCK:
         try:
             func = compat.fast_build(answer.forced.mod, target)
         except Exception as err:
@@ -153,3 +172,28 @@ def measure_forced(answer: Any, *, repeats: int = 3, seed: int = 0) -> dict:
         latency = sorted(timer(*args).results)[repeats // 2] * 1e6
     return {"check": checked.outcome, "detail": checked.detail, "latency_us": latency,
             "error": None}
+
+
+def compare_model_builds(a: Any, b: Any, model: Any, target: Any, labels: list[str], *,
+                         seed: int, **timing: Any) -> PairedComparison:
+    """``msviz.compare_models``' measurement: each of ``a`` and ``b`` (a work dir, built with
+    its database, or a build) and ``model`` timed in paired rounds
+    (:func:`msviz.bench.paired.compare_builds`), under the lock."""
+    with MEASURING_LOCK:
+        return _compare(a, b, model, target, labels, seed=seed, **timing)
+
+
+def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed: int,
+             **timing: Any) -> PairedComparison:
+    builds = {}
+    for label, what in zip(labels, (a, b)):
+        if isinstance(what, (str, Path)):
+            if not Path(what).is_dir():
+                raise FileNotFoundError(f"{what} is not a work dir")
+            database = compat.JSONDatabase(work_dir=str(what))
+            builds[label] = compat.ms.relax_integration.compile_relax(database, model.mod,
+                                                                      target, params=None)
+        else:
+            builds[label] = what
+    return compare_builds(builds, model.random_inputs(seed), model.func_name,
+                          device=compat.device_type(target), **timing)

@@ -9,8 +9,8 @@ of another (:mod:`.match`), cross-measurement (:mod:`.cross`) and the cover (:mo
 The same concept drawn and typed: :mod:`msviz.views.shapes`, :mod:`msviz.cli.shapes`.
 """
 
-from msviz.engine.shapes.cover import ShapeTuning, default_max_k
-from msviz.engine.shapes.family import Shape, ShapeFamily, shapes
+from msviz.models.shape_family import Shape, ShapeFamily, shapes
+from msviz.workflows.shapes.cover import ShapeTuning, default_max_k
 
 __all__ = ["Shape", "ShapeFamily", "ShapeTuning", "default_max_k", "shapes", "tune_shapes"]
 

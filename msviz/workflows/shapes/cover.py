@@ -17,7 +17,7 @@ The loop:
    model, their schedules seed its first batch: :mod:`msviz.engine.library_reuse`) and the
    schedules carried to it before as its stored records;
 3. **cross-measure**: its ``carry_top`` fastest schedules of each task carried to every other
-   shape and measured there (:mod:`msviz.engine.shapes.cross`);
+   shape and measured there (:mod:`msviz.workflows.shapes.cross`);
 4. **estimate** each untuned shape's regret: its fastest carried latency over the latency the
    tuned shapes' throughput (FLOPs per µs, interpolated in ``log2 size`` between them, flat
    beyond) predicts for its FLOPs. Stop when ``k`` shapes are tuned, or (``k`` not given) when
@@ -40,11 +40,10 @@ from typing import Any
 from msviz import compat
 from msviz.archive.merge import merge
 from msviz.engine.arguments import tasks_of
-from msviz.engine.measure.measurer import Measurer
+from msviz.engine.measure.service import MeasuringService
 from msviz.engine.session import Session
-from msviz.engine.shapes import cross
-from msviz.engine.shapes.family import ShapeFamily
 from msviz.errors import MsvizError
+from msviz.models.shape_family import ShapeFamily
 from msviz.records.run import Run
 from msviz.records.shape_cover import (
     COVER_FILE,
@@ -54,6 +53,7 @@ from msviz.records.shape_cover import (
     TunedShape,
     weighted_geomean,
 )
+from msviz.workflows.shapes import cross
 
 __all__ = ["ShapeTuning", "default_max_k"]
 
@@ -144,7 +144,7 @@ class ShapeTuning:
         self._cells: dict[tuple[str, str], cross.CrossResult] = {}
         self._cross_seconds = 0.0
         self._t0 = 0.0
-        self._measurer: Measurer | None = None
+        self._measurer: MeasuringService | None = None
         self._lock = threading.RLock()  # the thread's results against snapshot()
 
     def _check_options(self) -> None:
@@ -295,7 +295,7 @@ class ShapeTuning:
                 session = self._session(shape.label, check="measured", skip_db_measured=False)
                 self.session = session
                 if self._measurer is None:  # one warm builder and runner for every shape
-                    self._measurer = Measurer(self.target, **session.config.measurer_options())
+                    self._measurer = MeasuringService.for_config(self.target, session.config)
                 rows = cross.measure_on(session, items, self._measurer)
             result = cross.summarize(rows, failed, error, missing)
             with self._lock:

@@ -2,7 +2,7 @@
 
 MetaSchedule tunes one static shape at a time. A family names the shapes a program meets (GMM
 with ``M`` in 1..512, a conv at several image sizes, a catalogue model at several input sizes)
-so that :mod:`msviz.engine.shapes.cover` can tune a few of them and carry their schedules to the
+so that :mod:`msviz.workflows.shapes.cover` can tune a few of them and carry their schedules to the
 rest.
 
 Example
