@@ -16,13 +16,12 @@ import math
 import threading
 import time
 import traceback
-import warnings
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.bench import draws as check_draws_mod
+from msviz.bench.draws import DEFAULT_DRAWS
 from msviz.bench.model_profile import profile_draws
 from msviz.engine.config import SessionConfig
 from msviz.engine.control import (
@@ -35,18 +34,20 @@ from msviz.engine.control import (
 from msviz.engine.control.lock import WorkDirLock
 from msviz.engine.environment import catalogue_source, environment_of
 from msviz.engine.events import EventLog
-from msviz.engine.library_reuse import LibraryReuse, open_library
+from msviz.engine.first_steps import library_first, untuned_times
 from msviz.engine.measure.requests import check_model_end_to_end
 from msviz.engine.measure.rpc import fleet_of
 from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.engine.profile import Profile
 from msviz.engine.task_scheduler.task_loop import TaskLoop
-from msviz.engine.tuning.tuner import SharedParts, Tuner, close_tuners, make_tuners
+from msviz.engine.tuning.session_tuners import close_tuners, make_tuners
+from msviz.engine.tuning.shared import SharedParts
+from msviz.engine.tuning.tuner import Tuner
 from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
-from msviz.records.quality import QUALITY_KIND, UNTUNED_KIND, model_estimate, recorded_untuned
-from msviz.records.sidecar import SidecarWriter, read_sidecar
+from msviz.records.quality import QUALITY_KIND, model_estimate
+from msviz.records.sidecar import SidecarWriter
 from msviz.space_generator.generate import design_spaces_and_warnings
 from msviz.space_generator.rules import RuleSet
 
@@ -271,9 +272,9 @@ class Worker:
                 if not self.tuners or not all(t.ready for t in self.tuners):
                     self.shared, self.tuners = self.make_tuners()
             self.live.tuners_ready()
-            self._write_sidecar("environment", self.environment())  # msviz reproduce
-            self._untuned()
-            self._library()
+            self.write_sidecar("environment", self.environment())  # msviz reproduce
+            untuned_times(self)
+            library_first(self)
             loop.use_scheduler(loop.scheduler)  # its warm-up skips tuned tasks
             for t in self.tasks:
                 loop.log(f"Initializing Task #{t.index}: {t.name}")
@@ -364,60 +365,6 @@ class Worker:
             self._close_row()
         return final
 
-    def _untuned(self) -> None:
-        """A model's untuned times: measured once (one batch of every task's unscheduled
-        PrimFunc, under the measurement lock), or those a resumed work dir holds; an
-        ``untuned`` event and sidecar line (see :mod:`msviz.engine.measure.untuned`)."""
-        if self.model is None:
-            return
-        stored = recorded_untuned(read_sidecar(self.work_dir).other) if self.config.resume \
-            else {}
-        if stored and all(stored.get(t.name) is not None for t in self.tasks):
-            tasks = [{"index": t.index, "name": t.name, "untuned_us": stored[t.name],
-                      "error": None} for t in self.tasks]
-        else:
-            try:
-                with self.measure_lock, self.profile.timeit("msviz/Untuned"):
-                    tasks = self.shared.measurer.time_untuned(self.tasks)
-            except Exception as err:  # the curve's start only: never the session's end
-                why = f"{type(err).__name__}: {err}"
-                self.warn(f"the untuned kernels could not be timed ({why}); the estimated model "
-                        "latency is unknown until every task has a successful trial")
-                tasks = [{"index": t.index, "name": t.name, "untuned_us": None, "error": why}
-                         for t in self.tasks]
-            self._write_sidecar(UNTUNED_KIND, {"tasks": tasks})
-        self.untuned_us = {t["name"]: t["untuned_us"] for t in tasks}
-        self.events.emit(UNTUNED_KIND, self.name, tasks=tasks)
-
-    def _library(self) -> None:
-        """What the tuning library holds for the tasks (:mod:`msviz.engine.library_reuse`):
-        their coverage, exact hits committed, schedules carried, the cost model pre-trained;
-        ``library_coverage`` and ``library_reuse`` events and sidecar lines. A library that
-        fails here is named in a warning; tuning goes on without it."""
-        if not self.config.library:
-            return
-
-        try:
-            with self.measure_lock, self.profile.timeit("msviz/Library"):
-                with warnings.catch_warnings():  # its problems become warning events below
-                    warnings.simplefilter("ignore")
-                    library = open_library(self.config.library)
-                reuse = LibraryReuse(library, self.config.target, self.config.reuse, self.warn)
-                for message in [*library.problems, *library.other_targets(self.config.target)]:
-                    self.warn(f"library: {message}")
-                cov = reuse.coverage(self.tasks, model=self.name, untuned_us=self.untuned_us)
-                data = reuse.coverage_data(cov)
-                self._write_sidecar("library_coverage", data)
-                self.events.emit("library_coverage", self.name, **data)
-                reuse.pretrain(self.shared, self.tuners)  # first: it ranks the carries
-                for tuner in self.tuners:
-                    reuse.prepare(tuner, self.config.trials_per_batch)
-        except Exception as err:  # the library is a help, never the session's end
-            self.warn(f"library: not used ({type(err).__name__}: {err})")
-            return
-        self._write_sidecar("library_reuse", reuse.reuse_data())
-        self.events.emit("library_reuse", self.name, **reuse.reuse_data())
-
     def _model_latency(self) -> None:
         """The estimated model latency now against the tuning's wall time (pauses left out):
         a ``model_latency`` event and sidecar line (see :mod:`msviz.records.quality`)."""
@@ -433,17 +380,17 @@ class Worker:
                 "started": self._started, "estimate_us": None if math.isnan(estimate)
                 else estimate, "untuned_tasks": untuned,
                 "untuned_model_us": None if math.isnan(base) else base, "best_us": best}
-        self._write_sidecar(QUALITY_KIND, {**data, "timestamp": now})
+        self.write_sidecar(QUALITY_KIND, {**data, "timestamp": now})
         self.events.emit(QUALITY_KIND, self.name, **data)
 
     def _close_row(self) -> None:
         """Close the profile's open row as no batch's: a ``profile`` event and a sidecar line
         (the session's writer while tuning, else a short-lived one)."""
         row = self.profile.close(self.name, None)
-        self._write_sidecar("profile", row)
+        self.write_sidecar("profile", row)
         self.events.emit("profile", self.name, **self.profile.event_data(row))
 
-    def _write_sidecar(self, kind: str, data: dict) -> None:
+    def write_sidecar(self, kind: str, data: dict) -> None:
         if self.shared is not None and self.shared.ready:
             self.shared.sidecar.write(kind, **data)
         else:
@@ -456,16 +403,16 @@ class Worker:
         tuned build; kept in the sidecar so ``msviz.open(work_dir)`` (its dashboard and
         report) has it too; emits ``end_to_end`` (and ``model_profile``)."""
         model, tasks, seed = self.model, self.tasks, self.config.seed
-        draws = check_draws_mod.DEFAULT_DRAWS if draws is None else draws
+        draws = DEFAULT_DRAWS if draws is None else draws
         data, calls, database = check_model_end_to_end(model, tasks, self.work_dir,
                                                        self.config.target, seed=seed,
                                                        draws=draws)
         self.end_to_end = data
-        self._write_sidecar("end_to_end", data)
+        self.write_sidecar("end_to_end", data)
         self.events.emit("end_to_end", self.name, **data)
         if calls is not None:
             profiled = profile_draws(calls, tasks, database)
             self.model_profile_data = profiled
-            self._write_sidecar(MODEL_PROFILE_KIND, profiled)
+            self.write_sidecar(MODEL_PROFILE_KIND, profiled)
             self.events.emit(MODEL_PROFILE_KIND, self.name, **profiled)
         return data

@@ -26,7 +26,7 @@ from msviz.bench.schedule import (
 )
 from msviz.engine.measure import MeasureResult, MeasuringService
 from msviz.engine.measure.check import ResultChecker
-from msviz.engine.tuning.tuner import close_tuners, make_tuners
+from msviz.engine.tuning.session_tuners import close_tuners, make_tuners
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
 from msviz.report import render_report

@@ -3,6 +3,7 @@ the measuring service, the database), the records a resumed work dir already hol
 (``stored``), the session's database (``work_dir_database``) and the work dir's preparation
 (``workdir``). Which task tunes next is :mod:`msviz.engine.task_scheduler`'s."""
 
-from msviz.engine.tuning.tuner import InfrastructureError, SharedParts, Tuner
+from msviz.engine.tuning.shared import SharedParts
+from msviz.engine.tuning.tuner import InfrastructureError, Tuner
 
 __all__ = ["InfrastructureError", "SharedParts", "Tuner"]

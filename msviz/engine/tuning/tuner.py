@@ -33,96 +33,32 @@ from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.replay_trace import ReplayTrace
 from msviz.engine.tuning.carried import Carried
 from msviz.engine.tuning.stored import (
-    StoredRecords,
     best_history_ms,
     learn_from_database,
 )
-from msviz.engine.tuning.work_dir_database import WorkDirDatabase
 from msviz.engine.tuning.workdir import (
     close_logger,
-    count_lines,
-    repair_torn_tail,
     task_logger,
     workload_index,
 )
 from msviz.errors import MsvizError
-from msviz.records import database as db_files
 from msviz.records import row
-from msviz.records.sidecar import QUARANTINE_KIND, SidecarWriter
+from msviz.records.sidecar import QUARANTINE_KIND
 from msviz.space_generator.intrinsics import unused as unused_intrins
 from msviz.space_generator.rules import RuleSet
 
-if TYPE_CHECKING:  # msviz.engine.config imports this package's scheduler
+if TYPE_CHECKING:  # types only: msviz.engine.config imports the scheduler; shared, the tuner
     from msviz.engine.config import SessionConfig
+    from msviz.engine.tuning.shared import SharedParts
 
-__all__ = [
-    "INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "NoDesignSpaceError", "SharedParts",
-    "Tuner", "close_tuners", "make_tuners", "task_seed",
-]
+__all__ = ["INFRA_BATCHES_BEFORE_FAILING", "InfrastructureError", "Tuner"]
 
 #: Batches in a row lost entirely to infrastructure failures before the session fails.
 INFRA_BATCHES_BEFORE_FAILING = 3
 
 
-class NoDesignSpaceError(MsvizError, RuntimeError):
-    """Generating the design spaces raised for every task (the session has nothing to tune)."""
-
-
 class InfrastructureError(MsvizError, RuntimeError):
     """Measuring keeps failing for reasons outside the schedules (runner, device, watchdog)."""
-
-
-class SharedParts:
-    """What every task of a session shares, as MetaSchedule's ``TaskScheduler`` shares it: the
-    JSON database (one work dir, one record-line counter), the XGBoost cost model, the builder
-    and runner (the measuring service) and msviz's sidecar, made from the session's config (target,
-    knobs, threads, builder and runner) for its work dir.
-
-    Call :meth:`open` on the worker thread (``warn(message)`` reports repairs).
-    """
-
-    def __init__(self, config: SessionConfig, *, work_dir: Path,
-                 measurer: MeasuringService | None = None) -> None:
-        self.work_dir = Path(work_dir)
-        self.target = config.target
-        self.knobs = config.knobs
-        self.num_threads = config.num_threads
-        self.measurer_options = config.measurer_options()
-        self.measurer: MeasuringService | None = None
-        #: A measurer given from outside (several sessions measuring one after another on
-        #: warm pools): used, never closed.
-        self._given_measurer = measurer
-        self.ready = False
-
-    def open(self, warn: Any) -> None:
-        wd = self.work_dir
-        wd.mkdir(parents=True, exist_ok=True)
-        for name in (db_files.WORKLOAD_FILE, db_files.RECORD_FILE):
-            torn = repair_torn_tail(wd / name)
-            if torn is not None:
-                warn(f"cut a torn last line off {name} (kept in msviz_torn_lines.txt): "
-                     f"{torn[:80]!r}")
-        #: The work dir's database: MetaSchedule's files, the best stored records in memory.
-        self.database = WorkDirDatabase(wd)
-        self.next_line = count_lines(wd / db_files.RECORD_FILE) + 1
-        self.sidecar = SidecarWriter(wd)  # cuts a torn sidecar tail first
-        #: The records the work dir held when the session opened it, read once for every task.
-        self.stored = StoredRecords(wd, self.database)
-        self.cost_model = compat.ms.cost_model.XGBModel(
-            num_warmup_samples=self.knobs.cost_model_warmup, num_tuning_cores=self.num_threads)
-        self.measurer = self._given_measurer or MeasuringService(self.target,
-                                                                 **self.measurer_options)
-        compat.register_tensor_intrins()  # before the first TuneContext imports them, slowly
-        self.ready = True
-
-    def close(self) -> None:
-        if self.measurer is not None:
-            if self.measurer is not self._given_measurer:
-                self.measurer.close()
-            self.measurer = None
-        if self.ready:
-            self.sidecar.close()
-        self.ready = False
 
 
 class Tuner:
@@ -509,57 +445,3 @@ class Tuner:
         """Build and run one schedule again (see
         :func:`msviz.engine.measure.remeasure.remeasure`)."""
         return remeasure(self, what, repeats)
-
-
-def task_seed(seed: int, index: int) -> int:
-    """The seed of task ``index`` (task 0, and so a single PrimFunc, has the session's)."""
-    if index == 0:
-        return seed
-    return (seed - 1 + index * 7919) % (2**31 - 2) + 1
-
-
-def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: dict,
-                emit: Any, warn: Any, profile: Profile | None = None,
-                measurer: MeasuringService | None = None) -> tuple[SharedParts, list[Tuner]]:
-    """The parts all tasks share (database, cost model, sidecar, measurer) and one tuner per
-    task, set up on the calling thread; everything is closed again if one fails.
-
-    Parameters
-    ----------
-    config : SessionConfig
-        The session's settings (each task's seed is :func:`task_seed` of its seed).
-    tasks, work_dir : list of ModelTask, Path
-        The session's tasks and work dir.
-    rules : dict
-        Each task index's RuleSet now.
-    emit, warn, profile : callable, callable, Profile or None
-        The session's event log, its ``warning`` event and its profile.
-    measurer : MeasuringService, optional
-        Measure with this one (warm pools, left open) instead of a new one.
-    """
-    shared = SharedParts(config, work_dir=work_dir, measurer=measurer)
-    shared.open(warn)
-    tuners: list[Tuner] = []
-    try:
-        for task in tasks:
-            tuner = Tuner(config, workload=task.workload, work_dir=work_dir,
-                          rules=rules[task.index], seed=task_seed(config.seed, task.index),
-                          emit=emit, task_index=task.index, shared=shared, profile=profile)
-            tuners.append(tuner)
-            tuner.setup()
-        if all(t.search is None for t in tuners):
-            raise NoDesignSpaceError("no task has a design space: " + "; ".join(
-                f"{e['task']}: {e['message']}" for t in tuners for e in t.quarantine.entries()))
-    except BaseException:
-        close_tuners(tuners, shared)
-        raise
-    return shared, tuners
-
-
-def close_tuners(tuners: list[Tuner], shared: SharedParts | None) -> None:
-    """Close each tuner, then the shared parts."""
-    for tuner in tuners:
-        tuner.close()
-    if shared is not None:
-        shared.close()
-
