@@ -82,7 +82,7 @@ def test_eps_greedy_random_picks_per_batch_of_16(preset: str, eps: float, expect
 
 
 def test_nan_scores_count_as_zero() -> None:
-    from msviz.engine.search.evolution import normalized_scores
+    from msviz.engine.search.mutation import normalized_scores
 
     got = normalized_scores([float("nan"), -1.0, 0.5, 0.0, 3.0])
     assert got.tolist() == [0.0, 0.0, 0.5, 0.0, 3.0]

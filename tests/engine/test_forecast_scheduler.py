@@ -8,10 +8,16 @@ import statistics
 import numpy as np
 import pytest
 
-from msviz.engine.task_scheduler.forecast import (
+from msviz.engine.task_scheduler.forecast import Forecasting
+from msviz.engine.task_scheduler.kinds import SCHEDULERS, create
+from msviz.engine.task_scheduler.scheduler import (
+    GradientBased,
+    Pick,
+    TaskState,
+)
+from msviz.engine.task_scheduler.task_forecast import (
     DEFAULT_SLOPE,
     DEFAULT_VAR,
-    Forecasting,
     Pool,
     batch_costs,
     curve,
@@ -20,12 +26,6 @@ from msviz.engine.task_scheduler.forecast import (
     model_forecast,
     pool_of,
     slopes,
-)
-from msviz.engine.task_scheduler.kinds import SCHEDULERS, create
-from msviz.engine.task_scheduler.scheduler import (
-    GradientBased,
-    Pick,
-    TaskState,
 )
 
 Z80 = 1.2815515655446004  # the standard normal's 90% quantile: an 80% central band

@@ -20,7 +20,8 @@ session's seed (per child, per sample, and the untrained cost model's uniform sc
 picks before its first measurement are the same for a seed whatever the thread count (the C++
 is not; neither matches the other bit for bit).
 
-The same concept drawn: :mod:`msviz.views.evolution`.
+A genetic iteration's children (mutator sampling, ``MutatorApply``, replay) are made in
+:mod:`msviz.engine.search.mutation`. The same concept drawn: :mod:`msviz.views.evolution`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from msviz.engine.search.candidates import (
     decisions_of,
     pick_with_eps_greedy,
 )
+from msviz.engine.search.mutation import mutate, normalized_scores
 from msviz.engine.search.presets import SearchKnobs
 from msviz.engine.search.quarantine import Quarantine
 from msviz.engine.search.scoring import FeatureCache
@@ -50,16 +52,6 @@ from msviz.trace.spaces import space_key, space_of
 __all__ = ["Candidate", "EvolutionarySearch", "Stage", "decisions_of", "normalized_scores"]
 
 _SEED_MAX = 2**31 - 1
-
-
-def _mutator_name(mutator: Any) -> str:
-    return type(mutator).__name__
-
-
-def normalized_scores(scores: Any) -> np.ndarray:
-    """Scores clamped to >= 0, NaN as 0 (the C++'s ``std::max(0.0, score)`` does both)."""
-    out = np.asarray(scores, dtype="float64")
-    return np.where(out > 0.0, out, 0.0)  # NaN > 0 is False
 
 
 class EvolutionarySearch:
@@ -275,106 +267,9 @@ class EvolutionarySearch:
             cache.update(zip(todo, normalized_scores(scores).tolist()))
         return np.array([cache[c.shash] for c in population], dtype="float64")
 
-    def _mutator_sampler(self) -> tuple[list[Any], np.ndarray]:
-        """Mutator sampler: "none" with 1 - p, each mutator with p * its normalized share."""
-        knobs = self.knobs
-        masses = [1.0 - knobs.genetic_mutate_prob]
-        mutators: list[Any] = [None]
-        mass_sum = sum(p for _, p in self.mutators) if knobs.genetic_mutate_prob > 0 else 0.0
-        for m, p in self.mutators if knobs.genetic_mutate_prob > 0 else []:
-            mutators.append(m)
-            masses.append(p * knobs.genetic_mutate_prob / (mass_sum if mass_sum else 1.0))
-        if mass_sum == 0.0:
-            masses = [1.0] + [0.0] * (len(masses) - 1)
-        return mutators, np.cumsum(masses)
-
-    def _mutate(
-        self, population: list[Candidate], scores: np.ndarray, iteration: int,
-        made: dict | None = None,
-    ) -> tuple[list[Candidate], dict[str, int]]:
-        """One genetic iteration's children (``f_find_candidate`` of the C++).
-
-        Children are tried in parallel, each with its own random generator, in waves: a wave
-        runs every unsettled child until it makes a mutated child, runs out of tries, or draws
-        "keep the parent unmutated"; then the keeps are settled in child order (a parent is
-        kept once, a later keep of it tries again in the next wave). So the result never
-        depends on which thread ran first. Each failed try counts once: ``"mutator X"`` when
-        the mutator found nothing to change, else the step (``"trace replay"`` or a postproc)
-        that rejected the mutated trace.
-        """
-        knobs = self.knobs
-        pop_size = knobs.population_size
-        scores = normalized_scores(scores)
-        total = float(scores.sum())
-        cum = np.cumsum(scores) if total > 0 else np.arange(1, len(scores) + 1, dtype=float)
-        total = float(cum[-1])
-        mutators, mcum = self._mutator_sampler()
-        apply_mutator = compat.mutator_apply
-        failures: Counter[str] = Counter()
-        made = {} if made is None else made  # printed trace -> replay (Applier.apply_once)
-
-        def tries(state: dict[str, Any]) -> tuple[str, Any, list[str]]:
-            """Try until made / keep / out of tries: (what, value, failed steps)."""
-            rng, failed = state["rng"], []
-            while state["left"] > 0:
-                state["left"] -= 1
-                parent_id = int(np.searchsorted(cum, rng.random() * total, side="right"))
-                parent_id = min(parent_id, len(population) - 1) % pop_size
-                state["parent"] = parent_id
-                parent = population[parent_id]
-                which = int(np.searchsorted(mcum, rng.random() * mcum[-1], side="right"))
-                mutator = mutators[min(which, len(mutators) - 1)]
-                if mutator is None:
-                    return "keep", parent_id, failed
-                name = _mutator_name(mutator)
-                try:
-                    new_trace = apply_mutator(
-                        mutator, parent.sch.trace, int(rng.integers(1, _SEED_MAX)))
-                except Exception as err:  # a mutator that raises: skip this try, say so
-                    if self.quarantine is None:
-                        raise
-                    self.quarantine.add("mutator", name, err)
-                    new_trace = None
-                if new_trace is None:
-                    failed.append(f"mutator {name}")
-                    continue
-                sch, shash, step = self.replayer.apply_once(
-                    new_trace, int(rng.integers(1, _SEED_MAX)), made)
-                if sch is None:
-                    failed.append(str(step))
-                    continue
-                return "made", Candidate(sch, shash, parent.design_space, "mutated", parent_id,
-                                         name, iteration, parent.ancestor_line), failed
-            return "out", state["parent"], failed
-
-        def copy_of(i: int, origin: str) -> Candidate:
-            p = population[i]
-            return Candidate(p.sch, p.shash, p.design_space, origin, i, None, iteration,
-                             p.ancestor_line)
-
-        states = [{"rng": np.random.default_rng(seed), "left": knobs.genetic_max_fail_count + 1,
-                   "parent": -1} for seed in self._seeds(pop_size)]
-        children: list[Candidate | None] = [None] * pop_size
-        kept: set[int] = set()
-        todo = list(range(pop_size))
-        while todo:
-            outcomes = self._map(tries, [states[i] for i in todo])
-            again = []
-            for i, (what, value, failed) in zip(todo, outcomes):  # settled in child order
-                failures.update(failed)
-                if what == "made":
-                    children[i] = value
-                elif what == "out":
-                    children[i] = copy_of(value, "copied")
-                elif value not in kept:
-                    kept.add(value)
-                    children[i] = copy_of(value, "kept")
-                elif states[i]["left"] > 0:
-                    again.append(i)
-                else:
-                    children[i] = copy_of(value, "copied")
-            todo = again
-        return [c for c in children if c is not None], dict(failures)
+    #: One genetic iteration's children (:func:`msviz.engine.search.mutation.mutate`), bound
+    #: as a method as it is: no wrapper frame around the code that mutates.
+    _mutate = mutate
 
     def generate(
         self, num: int, *, generation: int = 0

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msviz.compat import MS_NAMESPACE
-from msviz.engine.task_scheduler import forecast as forecast_mod
 from msviz.engine.task_scheduler import scheduler as scheduler_mod
+from msviz.engine.task_scheduler import task_forecast as forecast_mod
 
 if TYPE_CHECKING:  # msviz.engine.config imports this package's scheduler
     from msviz.engine.config import SessionConfig
