@@ -9,7 +9,7 @@ from msviz.archive.migrate import migrate_work_dir as migrate
 from msviz.engine import Session
 from msviz.engine.measure.ray_builder import ray_builder
 from msviz.engine.measure.rpc import rpc
-from msviz.engine.run_actions import open_run
+from msviz.engine.measure.run_actions import open_run
 from msviz.engine.search import search_strategy
 from msviz.errors import (
     BundleError,

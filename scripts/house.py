@@ -40,6 +40,17 @@ def first_line(path: Path) -> str:
     return doc.split("\n\n")[0].replace("\n", " ")
 
 
+def inner_rooms(room: str, inside: list[Path]) -> dict[str, tuple[int, int]]:
+    """A room's sub-packages (and its own top modules, by name) -> (modules, lines)."""
+    out: dict[str, tuple[int, int]] = {}
+    for path in inside:
+        rel = path.relative_to(layers.ROOT / room)
+        key = f"{room}/{rel.parts[0]}/" if len(rel.parts) > 1 else f"{room}/{rel.name}"
+        n, lines = out.get(key, (0, 0))
+        out[key] = (n + 1, lines + len(path.read_text().splitlines()))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edges", action="store_true", help="list imports between rooms")
@@ -66,6 +77,9 @@ def main() -> None:
             print(f"  {label:<26} {len(inside):>3} modules {lines:>6} lines"
                   f"  imports: {', '.join(u or 'root' for u in uses) or '-'}")
             print(f"      {doc[:150]}")
+            if room == "engine":  # the engine's own rooms: what it holds, line by line
+                for sub, (n, subl) in sorted(inner_rooms(room, inside).items()):
+                    print(f"      {sub:<30} {n:>3} modules {subl:>6} lines")
     print(f"{len(mods)} modules, {total} lines, {sum(edges.values())} imports between rooms; "
           f"rooms importing tvm: {', '.join(tvm)}")
     if args.edges:

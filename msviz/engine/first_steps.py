@@ -1,15 +1,15 @@
 """A model session's first steps on its worker, before the first trial: every task's untuned
 time (measured once by the measuring service, or read from a resumed work dir) and what the
-tuning library holds for the tasks (:mod:`msviz.engine.library_reuse`). Each is an event and a
-sidecar line; neither ends the session when it fails (a warning says why). ``worker`` is the
-session's :class:`~msviz.engine.worker.Worker`, which calls these."""
+tuning library holds for the tasks (:mod:`msviz.engine.tuning.library_reuse`). Each is an event
+and a sidecar line; neither ends the session when it fails (a warning says why). ``worker`` is
+the session's :class:`~msviz.engine.worker.Worker`, which calls these."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
-from msviz.engine.library_reuse import LibraryReuse, open_library
+from msviz.engine.tuning.library_reuse import LibraryReuse, open_library
 from msviz.records.quality import UNTUNED_KIND, recorded_untuned
 from msviz.records.sidecar import read_sidecar
 
@@ -42,7 +42,7 @@ def untuned_times(worker: Any) -> None:
     worker.events.emit(UNTUNED_KIND, worker.name, tasks=tasks)
 
 def library_first(worker: Any) -> None:
-    """What the tuning library holds for the tasks (:mod:`msviz.engine.library_reuse`):
+    """What the tuning library holds for the tasks (:mod:`msviz.engine.tuning.library_reuse`):
     their coverage, exact hits committed, schedules carried, the cost model pre-trained;
     ``library_coverage`` and ``library_reuse`` events and sidecar lines. A library that
     fails here is named in a warning; tuning goes on without it."""

@@ -127,7 +127,7 @@ class Session(SessionRequests):
         the library's best, a task with the same anchor block or a sibling (same operator,
         another shape) measures the library's best schedules carried to it in its first batch,
         and the cost model starts trained on the library's records (see
-        :mod:`msviz.engine.library_reuse`). Nothing is written into the library.
+        :mod:`msviz.engine.tuning.library_reuse`). Nothing is written into the library.
     reuse : {"improve", "skip"}
         What an exact library hit does: tune on from the library's best, or get no trials.
     **knobs

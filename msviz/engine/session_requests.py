@@ -17,7 +17,7 @@ from msviz.bench.model_profile import PROFILE_RUNS
 from msviz.engine.arguments import task_of
 from msviz.engine.control import SessionStateError
 from msviz.engine.measure.requests import model_profile_of
-from msviz.engine.run_actions import ENGINE_ACTIONS
+from msviz.engine.measure.run_actions import ENGINE_ACTIONS
 from msviz.records.model_profile import DEFAULT_THRESHOLD
 from msviz.records.profile import profile_frame
 from msviz.records.row import ALL_COLUMNS, trials_frame

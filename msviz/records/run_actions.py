@@ -4,7 +4,7 @@
 profile build and run kernels (the engine's measuring room, under its measure lock), and an
 export writes files (:mod:`msviz.archive`): a Run hands those calls to the
 :class:`RunActions` it was opened with. ``msviz.open`` and a Session's ``run`` give it the
-engine's (:mod:`msviz.engine.run_actions`); a Run read by ``msviz.records`` alone has
+engine's (:mod:`msviz.engine.measure.run_actions`); a Run read by ``msviz.records`` alone has
 :data:`READ_ONLY`, which says how to open one that can act.
 """
 

@@ -1,6 +1,6 @@
 """What a tuning library covers of a model (or one workload), before any trial:
 ``msviz.coverage``. The library's matches per task are
-:class:`~msviz.engine.library_reuse.LibraryReuse`'s (what a session takes from a library);
+:class:`~msviz.engine.tuning.library_reuse.LibraryReuse`'s (what a session takes from a library);
 the untuned times are measured by the measuring service
 (:class:`~msviz.engine.measure.service.MeasuringService`). The same concept computed and drawn:
 :mod:`msviz.records.coverage`, :mod:`msviz.views.coverage`."""
@@ -11,8 +11,8 @@ from typing import Any
 
 from msviz import compat
 from msviz.engine.arguments import tasks_of
-from msviz.engine.library_reuse import LibraryReuse, open_library
 from msviz.engine.measure.service import MeasuringService
+from msviz.engine.tuning.library_reuse import LibraryReuse, open_library
 from msviz.records.coverage_types import Coverage
 
 __all__ = ["coverage"]

@@ -46,7 +46,7 @@ def test_compare_builds_and_times_under_the_measuring_lock(mlp_dir: Path, tmp_pa
                                                          ) -> None:
     """While it builds and times, no other thread can take the engine's measuring lock (a
     tuning batch of this process waits for it)."""
-    from msviz.engine.measure import paired_models
+    from msviz.engine.measure import requests as paired_models
 
     other = tmp_path / "mine"
     shutil.copytree(mlp_dir, other)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from msviz.engine.run_actions import ENGINE_ACTIONS
+from msviz.engine.measure.run_actions import ENGINE_ACTIONS
 from msviz.records.live import LiveRun
 
 __all__ = ["LiveTrials"]

@@ -6,7 +6,7 @@ process, so a check never times against a tuning batch on the same cores.
 
 The building and running itself is :mod:`msviz.bench`'s (the same bench, one room lower: it
 knows no lock and no session); user calls reach these through a Run's actions
-(:mod:`msviz.engine.run_actions`) and the why-not view.
+(:mod:`msviz.engine.measure.run_actions`) and the why-not view.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A schedule carried to a task from elsewhere, and its lineage: the one record type of what a
-tuning library commits or carries (:mod:`msviz.engine.library_reuse`) and what a shape cover
+tuning library commits or carries (:mod:`msviz.engine.tuning.library_reuse`) and what a shape cover
 carries from another shape (:mod:`msviz.workflows.shapes.cross`). A
 :class:`~msviz.engine.tuning.tuner.Tuner` takes them through :meth:`Tuner.carry_in` and measures
 them first; :meth:`Carried.info` is the lineage its trial's sidecar line keeps."""

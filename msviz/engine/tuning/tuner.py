@@ -351,7 +351,7 @@ class Tuner:
 
     def carry_in(self, carried: list[Carried], *, ranked_by_library: bool = False) -> None:
         """Schedules carried to this task, measured first in its next batch (a library's:
-        :mod:`msviz.engine.library_reuse`); ``ranked_by_library``: the cost model that ranks
+        :mod:`msviz.engine.tuning.library_reuse`); ``ranked_by_library``: the cost model that ranks
         the search's warm-up was trained on the library first."""
         self.carried = list(carried)
         if ranked_by_library and self.evo is not None:

@@ -14,7 +14,7 @@ The loop:
    regret (below);
 2. **tune** it: a :class:`~msviz.engine.session.Session` of ``trials`` trials in its work dir,
    with the shapes tuned before as its tuning library (their records pre-train the shared cost
-   model, their schedules seed its first batch: :mod:`msviz.engine.library_reuse`) and the
+   model, their schedules seed its first batch: :mod:`msviz.engine.tuning.library_reuse`) and the
    schedules carried to it before as its stored records;
 3. **cross-measure**: its ``carry_top`` fastest schedules of each task carried to every other
    shape and measured there (:mod:`msviz.workflows.shapes.cross`);
