@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.bench.draws import DEFAULT_DRAWS
 from msviz.bench.model_profile import profile_draws
 from msviz.engine.config import SessionConfig
@@ -47,7 +48,6 @@ from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
 from msviz.records.quality import QUALITY_KIND, model_estimate
-from msviz.records.sidecar import SidecarWriter
 from msviz.space_generator.generate import design_spaces_and_warnings
 from msviz.space_generator.rules import RuleSet
 

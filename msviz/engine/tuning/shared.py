@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msviz import compat
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.engine.measure.service import MeasuringService
 from msviz.engine.tuning.stored import StoredRecords
 from msviz.engine.tuning.work_dir_database import WorkDirDatabase
 from msviz.engine.tuning.workdir import count_lines, repair_torn_tail
 from msviz.records import database as db_files
-from msviz.records.sidecar import SidecarWriter
 
 if TYPE_CHECKING:  # its type only: msviz.engine.config imports the task scheduler
     from msviz.engine.config import SessionConfig
