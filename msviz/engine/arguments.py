@@ -30,9 +30,11 @@ __all__ = [
     "check_work_dir",
     "check_writable",
     "duration_text",
+    "holds_workload",
     "parse_duration",
     "task_of",
     "tasks_of",
+    "workloads_held",
 ]
 
 #: The largest seed (numpy's and TVM's random states take 0 .. 2**31 - 1).
@@ -233,21 +235,17 @@ def check_resume(work_dir: Path, tasks: list, target: Any) -> None:
     WorkDirError
         Naming what the work dir holds and what the session would tune.
     """
-    with warnings.catch_warnings():  # a torn tail: the session repairs it and says so
-        warnings.simplefilter("ignore", MsvizWarning)
-        workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
-        records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
-    if not records.line:
+    used, record_targets = workloads_held(work_dir)
+    if not record_targets:
         return
-    used = [workloads[i] for i in sorted(set(records.workload)) if workloads[i] is not None]
     mine = [t.workload for t in tasks]
-    if used and not any(_holds(used, w) for w in mine):
+    if used and not any(holds_workload(used, w) for w in mine):
         raise WorkDirError(
             f"resume=True but work_dir {str(work_dir)!r} holds records of another workload "
             f"than {', '.join(w.name for w in mine[:3])}{' ...' if len(mine) > 3 else ''} "
             "(its structure, shapes or dtypes differ): pass the workload it was tuned for, or "
             "choose another work_dir")
-    theirs = {text: targets.record_target(text) for text in set(records.target)}
+    theirs = {text: targets.record_target(text) for text in record_targets}
     if theirs and not any(targets.same_target(t, target) for t in theirs.values()):
         raise WorkDirError(
             f"resume=True but work_dir {str(work_dir)!r} holds records for the target "
@@ -255,7 +253,18 @@ def check_resume(work_dir: Path, tasks: list, target: Any) -> None:
             f"{target}: pass that target, or choose another work_dir")
 
 
-def _holds(entries: list, workload: Any) -> bool:
+def workloads_held(work_dir: Path) -> tuple[list, set[str]]:
+    """The workload lines of a work dir that its records use, and its records' targets (as
+    the file holds them): what a resumed session or a comparison checks its tasks against."""
+    with warnings.catch_warnings():  # a torn tail: the session repairs it and says so
+        warnings.simplefilter("ignore", MsvizWarning)
+        workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
+        records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
+    used = [workloads[i] for i in sorted(set(records.workload)) if workloads[i] is not None]
+    return used, set(records.target)
+
+
+def holds_workload(entries: list, workload: Any) -> bool:
     """Whether a work dir's workload lines hold ``workload`` (by MetaSchedule's hash, else by
     structure: another TVM version may hash the same module differently)."""
     shash = str(compat.structural_hash(workload.mod))
