@@ -17,6 +17,7 @@ from msviz import compat, models
 from msviz.errors import MsvizWarning, WorkDirError, WriteError
 from msviz.records import database as db_files
 from msviz.records import targets
+from msviz.records.library import Library
 from msviz.workloads import resolve
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "check_writable",
     "duration_text",
     "holds_workload",
+    "library_notes",
     "parse_duration",
     "task_of",
     "tasks_of",
@@ -142,6 +144,22 @@ def library_paths(library: Any) -> tuple[str, ...] | None:
             raise TypeError(f"{why}, got {library!r}")
         return tuple(str(p) for p in library)
     raise TypeError(f"{why}, not {type(library).__name__}")
+
+
+def library_notes(paths: tuple[str, ...] | None, target: Any) -> list[str]:
+    """What a session will not take from its library, said when it is made (its worker names
+    the same again as warning events): each path that does not exist or cannot be read, and
+    each source that holds no record of ``target`` (its workloads count as siblings only)."""
+    if not paths:
+        return []
+    with warnings.catch_warnings():  # said once, by the caller
+        warnings.simplefilter("ignore", MsvizWarning)
+        library = Library(paths)
+    notes = [*library.problems, *library.other_targets(target)]
+    if not library.entries and not notes:
+        notes.append(f"{', '.join(paths)}: nothing usable in it for this session (no readable "
+                     "tuning record): it tunes as if it had no library")
+    return notes
 
 
 def check_seed(seed: Any) -> int | None:

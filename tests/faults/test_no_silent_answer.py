@@ -1,0 +1,115 @@
+"""Issue 53: no silent answer. An input a run was given and did not use is said where the user
+looks (a library path that does not exist is an error on the command line and a warning at
+``Session(...)``; one that holds nothing for the target is said); a shape cover never writes
+into a folder of another run, nor into a file, and a refused ``msviz shapes`` leaves nothing
+behind; the command line's numbers are refused naming what is wrong."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import msviz
+from msviz.cli import build_parser, main
+from msviz.errors import MsvizError, MsvizWarning
+
+# -- a library that is not there, or holds nothing for this target ------------------------------
+
+
+def test_the_command_line_refuses_a_library_path_that_does_not_exist(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "lib" / "missing"
+    code = main(["tune", "GMM-0", "--trials", "1", "--batch", "1", "--no-report", "--work-dir",
+                 str(tmp_path / "wd"), "--library", str(missing)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"--library {missing}: does not exist" in err and "Traceback" not in err
+    assert not (tmp_path / "wd").exists()  # refused before anything was tuned
+
+
+def test_coverage_refuses_a_library_path_that_does_not_exist(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nothing-here"
+    assert main(["coverage", "GMM-0", "--library", str(missing)]) == 2
+    assert f"--library {missing}: does not exist" in capsys.readouterr().err
+
+
+def test_a_session_warns_of_a_library_path_that_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "lib" / "missing"
+    with pytest.warns(MsvizWarning, match=rf"library: {missing}: does not exist"):
+        msviz.Session("GMM-0", work_dir=tmp_path / "wd", library=[missing], max_trials=1)
+
+
+def test_a_session_warns_of_a_library_of_another_target(
+        tuned: tuple[Path, Path], tmp_path: Path) -> None:
+    """The library was tuned for this CPU; a session for a generic x86 CPU can use none of
+    its records as they are: said when the session is made."""
+    work_dir, _ = tuned
+    generic = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
+    with pytest.warns(MsvizWarning, match=r"library: wd: holds no record of .*x86-64"):
+        msviz.Session("GMM-0", work_dir=tmp_path / "wd", library=[work_dir], max_trials=1,
+                      target=generic)
+
+
+# -- a shape cover's root -----------------------------------------------------------------------
+
+
+def _family() -> msviz.engine.shapes.ShapeFamily:
+    return msviz.shapes("GMM", sizes=[16, 32], dim="M")
+
+
+def test_a_shape_cover_refuses_a_file_as_its_root(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    with pytest.raises(MsvizError, match=r"notes.txt is a file, not a folder"):
+        msviz.tune_shapes(_family(), work_dir=a_file, trials=1, trials_per_batch=1)
+    assert a_file.read_text() == "mine"
+
+
+def test_a_shape_cover_refuses_the_work_dir_of_another_run(tuned: tuple[Path, Path],
+                                                           tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(tuned[0], run)
+    before = sorted(p.name for p in run.rglob("*"))
+    with pytest.raises(MsvizError, match=r"run holds another run \(run: a work dir"):
+        msviz.tune_shapes(_family(), work_dir=run, trials=1, trials_per_batch=1)
+    root = tmp_path / "root"  # a folder holding another run's work dir
+    shutil.copytree(tuned[0], root / "old")
+    with pytest.raises(MsvizError, match=r"root holds another run \(old: a work dir"):
+        msviz.tune_shapes(_family(), work_dir=root, trials=1, trials_per_batch=1)
+    assert sorted(p.name for p in run.rglob("*")) == before
+
+
+def test_a_refused_shapes_command_leaves_no_temp_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["shapes", "GMM", "--dim", "M", "--sizes", "16,32", "--batch", "0"]) == 2
+    assert "trials_per_batch must be an int >= 1, got 0" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- numbers on the command line ----------------------------------------------------------------
+
+
+def test_a_large_time_budget_is_a_number_of_seconds() -> None:
+    args = build_parser().parse_args(["tune", "GMM-0", "--time", "1e9"])
+    assert args.time == 1e9
+    assert build_parser().parse_args(["tune", "GMM-0", "--time", "1.5e3"]).time == 1500.0
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["shapes", "GMM", "--dim", "M", "--sizes", "16,32", "--weights", "-1,2"],
+     "argument --weights: -1,2: each weight must be a number > 0"),
+    (["tune", "GMM-0", "--trials", "-5"], "argument --trials: -5 is out of range"),
+])
+def test_a_negative_value_is_named_not_taken_for_a_flag(
+        argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and said in err, err
+    assert "expected one argument" not in err
