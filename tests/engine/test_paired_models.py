@@ -147,5 +147,5 @@ def test_a_missing_first_work_dir_is_named_as_missing(mlp_dir: Path, tmp_path: P
                                                 r"exist\)"):
         _compare(tmp_path / "nowhere", mlp_dir)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(FileNotFoundError, match="empty is not a work dir .it holds no"):
+    with pytest.raises(FileNotFoundError, match=r"empty is not a work dir .it holds no"):
         _compare(mlp_dir, tmp_path / "empty")

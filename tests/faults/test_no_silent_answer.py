@@ -6,6 +6,7 @@ behind; the command line's numbers are refused naming what is wrong."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -113,3 +114,58 @@ def test_a_negative_value_is_named_not_taken_for_a_flag(
     err = capsys.readouterr().err
     assert done.value.code == 2 and said in err, err
     assert "expected one argument" not in err
+
+
+# -- records that cannot be true never leave msviz ----------------------------------------------
+
+
+@pytest.fixture
+def with_impossible(tuned: tuple[Path, Path], tmp_path: Path) -> tuple[Path, int]:
+    """A copy of the tiny run with one more record: its first, timed at 2 ns (a 128^3 matmul
+    at 2 PFLOPS on this CPU: open flags it); and the number of records before it."""
+    work_dir = tmp_path / "odd"
+    shutil.copytree(tuned[0], work_dir)
+    path = work_dir / "database_tuning_record.json"
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first[1][1] = [2e-9]
+    path.write_text("\n".join([*lines, json.dumps(first)]) + "\n")
+    with pytest.warns(MsvizWarning, match=r"1 record\(s\) cannot be true"):
+        run = msviz.open(work_dir)
+    assert list(run.trials["status"])[-1] == "impossible"  # as open marks it
+    return work_dir, len(lines)
+
+
+def test_merge_keeps_out_a_record_that_cannot_be_true(with_impossible: tuple[Path, int],
+                                                      tmp_path: Path) -> None:
+    work_dir, n = with_impossible
+    with pytest.warns(MsvizWarning, match=rf"skipped 1 record\(s\): .* line {n + 1}: cannot be "
+                                          r"true \(.*GFLOPS .*is above"):
+        result = msviz.merge([work_dir], tmp_path / "merged")
+    assert result.records == n
+    kept = (tmp_path / "merged" / "database_tuning_record.json").read_text().splitlines()
+    assert len(kept) == n and all(json.loads(k)[1][1] != [2e-9] for k in kept)
+
+
+def test_a_bundle_refuses_a_record_that_cannot_be_true(with_impossible: tuple[Path, int],
+                                                       tmp_path: Path) -> None:
+    work_dir, n = with_impossible
+    out = tmp_path / "odd.zip"
+    with pytest.raises(msviz.errors.BundleError,
+                       match=rf"holds 1 record\(s\) that cannot be true \(line {n + 1}: "):
+        msviz.bundle(work_dir, out)
+    assert not out.exists()
+
+
+def test_an_export_keeps_out_a_trial_that_cannot_be_true(with_impossible: tuple[Path, int],
+                                                         tmp_path: Path) -> None:
+    import pandas as pd
+
+    work_dir, n = with_impossible
+    with pytest.warns(MsvizWarning, match="cannot be true"):
+        run = msviz.open(work_dir)
+    with pytest.warns(MsvizWarning, match=rf"left out of the export: 1 trial\(s\) that cannot "
+                                          rf"be true \(status 'impossible'\): trial {n}: "):
+        run.export(tmp_path / "trials.csv")
+    written = pd.read_csv(tmp_path / "trials.csv")
+    assert len(written) == n and "impossible" not in set(written["status"])
