@@ -169,3 +169,48 @@ def test_an_export_keeps_out_a_trial_that_cannot_be_true(with_impossible: tuple[
         run.export(tmp_path / "trials.csv")
     written = pd.read_csv(tmp_path / "trials.csv")
     assert len(written) == n and "impossible" not in set(written["status"])
+
+
+# -- resources bounded by the host --------------------------------------------------------------
+
+
+def _this_machines_cores() -> int:
+    """Physical cores among the CPUs this process may use, counted here (not by msviz)."""
+    import os
+
+    import psutil
+
+    return max(1, min(len(os.sched_getaffinity(0)), psutil.cpu_count(logical=False)))
+
+
+def test_a_session_refuses_num_cores_above_this_machines(tmp_path: Path) -> None:
+    cores = _this_machines_cores()
+    for many in (cores + 1, 10**6):
+        with pytest.raises(msviz.errors.TargetError,
+                           match=rf"target num-cores={many:,} is above this machine's {cores} "
+                                 r"core\(s\)"):
+            msviz.Session("GMM-0", work_dir=tmp_path / "wd", max_trials=1,
+                          target={"kind": "llvm", "num-cores": many})
+    assert not (tmp_path / "wd").exists()
+    msviz.Session("GMM-0", work_dir=tmp_path / "ok", max_trials=1,  # at most its cores: fine
+                  target={"kind": "llvm", "num-cores": cores})
+
+
+def test_the_command_line_names_num_cores_above_this_machines(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["tune", "GMM-0", "--trials", "1", "--no-report", "--work-dir",
+                 str(tmp_path / "wd"), "--target", '{"kind": "llvm", "num-cores": 1000000}'])
+    err = capsys.readouterr().err
+    assert code == 2 and "num-cores=1,000,000 is above this machine's" in err, err
+
+
+def test_kernel_threads_never_exceed_this_machines_cores() -> None:
+    from msviz import compat
+
+    one = compat.make_target({"kind": "llvm", "num-cores": 1})
+    if compat.kernel_threads(one) is None:
+        pytest.skip("the user's TVM_NUM_THREADS is kept as it is")
+    many = compat.make_target({"kind": "llvm", "num-cores": 10**6})
+    assert int(many.attrs["num-cores"]) == 10**6  # a target for a larger machine is allowed
+    assert compat.kernel_threads(many) == _this_machines_cores()
+    assert compat.kernel_threads(one) == 1
