@@ -214,3 +214,16 @@ def test_kernel_threads_never_exceed_this_machines_cores() -> None:
     assert int(many.attrs["num-cores"]) == 10**6  # a target for a larger machine is allowed
     assert compat.kernel_threads(many) == _this_machines_cores()
     assert compat.kernel_threads(one) == 1
+
+
+# -- misleading messages ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("paths", "said"), [
+    (42, r"Library takes a path or a list of paths .*, not int 42"),
+    ([42], r"Library takes a path .*: 42 \(int\) is not a path"),
+    (b"runs", r"Library takes a path .*, not bytes"),
+])
+def test_a_library_of_something_else_than_paths_is_named(paths: object, said: str) -> None:
+    with pytest.raises(TypeError, match=said):
+        msviz.Library(paths)  # type: ignore[arg-type]
