@@ -192,10 +192,11 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
             print(session.events[-1].get("traceback", ""), file=sys.stderr)
         return 1
     if args.resume and not measured and session.end_reason == "reached max_trials":
+        held = len(msviz.open(session.work_dir).trials)  # the budget counts them all
         raise MsvizError(
-            f"the work dir {session.work_dir} already holds the {session.max_trials} trials of "
-            f"this budget, so nothing was measured: resume with a larger budget (e.g. --trials "
-            f"{2 * session.max_trials}) to tune on")
+            f"the work dir {session.work_dir} already holds {held} trials, at or over this "
+            f"budget of {session.max_trials}, so nothing was measured: resume with a budget "
+            f"above {held} (e.g. --trials {held + session.trials_per_batch}) to tune on")
     print(f"{session.state} ({session.end_reason}) in {time.perf_counter() - start:.1f} s\n")
     if session.model is not None:
         print(format_task_table(session.task_table()))

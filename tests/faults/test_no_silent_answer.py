@@ -227,3 +227,21 @@ def test_kernel_threads_never_exceed_this_machines_cores() -> None:
 def test_a_library_of_something_else_than_paths_is_named(paths: object, said: str) -> None:
     with pytest.raises(TypeError, match=said):
         msviz.Library(paths)  # type: ignore[arg-type]
+
+
+def test_a_spent_resume_suggests_a_budget_that_tunes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The work dir holds 4 trials; resumed with --trials 2 nothing is measured, and the
+    budget the message suggests (above the 4 held, not twice the 2 asked) does tune on."""
+    wd = str(tmp_path / "wd")
+    flags = ["tune", "GMM-0", "--batch", "2", "--work-dir", wd, "--no-report",
+             "--min-repeat-ms", "0", "--population-size", "16", "--genetic-num-iters", "1"]
+    assert main([*flags, "--trials", "4"]) == 0
+    capsys.readouterr()
+    assert main([*flags, "--trials", "2", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert f"the work dir {wd} already holds 4 trials, at or over this budget of 2" in err, err
+    suggested = err.split("(e.g. ")[1].split(")")[0].split()
+    assert suggested == ["--trials", "6"]
+    assert main([*flags, *suggested, "--resume"]) == 0
+    assert len(msviz.open(wd).trials) == 6
