@@ -245,3 +245,39 @@ def test_a_spent_resume_suggests_a_budget_that_tunes_on(
     assert suggested == ["--trials", "6"]
     assert main([*flags, *suggested, "--resume"]) == 0
     assert len(msviz.open(wd).trials) == 6
+
+
+def _write_cover(root: Path, edit: object = None) -> None:
+    import dataclasses
+
+    from tests.views.test_view_shapes import cover
+
+    data = dataclasses.asdict(cover())
+    data.pop("root", None)
+    if callable(edit):
+        edit(data)
+    root.mkdir()
+    (root / "shapes.json").write_text(json.dumps(data))
+
+
+def test_a_shape_cover_with_a_latency_as_text_is_refused_on_open(tmp_path: Path) -> None:
+    _write_cover(tmp_path / "good")
+    good = msviz.open_shapes(tmp_path / "good")
+    assert good.matrix().shape == (2, 4)  # the untouched file opens and draws
+
+    def as_text(data: dict) -> None:
+        data["cells"][2]["us"] = "40.0"
+
+    _write_cover(tmp_path / "edited", as_text)
+    with pytest.raises(msviz.errors.WorkDirError,
+                       match=r"shapes.json in .*edited does not read as a shape cover: "
+                             r"cells\[2\] us='40.0' is not a number \(or null\)"):
+        msviz.open_shapes(tmp_path / "edited")
+
+    def trials_as_text(data: dict) -> None:
+        data["tuned"][0]["trials"] = "8"
+
+    _write_cover(tmp_path / "edited2", trials_as_text)
+    with pytest.raises(msviz.errors.WorkDirError,
+                       match=r"tuned\[0\] trials='8' is not a whole number"):
+        msviz.open_shapes(tmp_path / "edited2")
