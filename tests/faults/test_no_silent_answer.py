@@ -281,3 +281,35 @@ def test_a_shape_cover_with_a_latency_as_text_is_refused_on_open(tmp_path: Path)
     with pytest.raises(msviz.errors.WorkDirError,
                        match=r"tuned\[0\] trials='8' is not a whole number"):
         msviz.open_shapes(tmp_path / "edited2")
+
+
+def test_a_run_tuned_for_another_architecture_is_not_retimed_and_says_why(
+        tuned: tuple[Path, Path], tmp_path: Path) -> None:
+    """Its kernels cannot run here: said as that (not the builder's "An exception
+    occurred"), and the environment names the other machine (not "CPU the same")."""
+    import platform
+
+    from msviz.engine.reproduce import reproduce
+
+    here = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                       platform.machine().lower())
+    other = "aarch64" if here != "aarch64" else "x86_64"
+    work_dir = tmp_path / "arm"
+    shutil.copytree(tuned[0], work_dir)
+    sidecar = work_dir / "msviz_sidecar.jsonl"
+    lines = []
+    for text in sidecar.read_text().splitlines():
+        entry = json.loads(text)
+        if entry.get("kind") == "environment":
+            entry["target"]["mtriple"] = f"{other}-linux-gnu"
+            entry["host"]["machine"] = other
+        lines.append(json.dumps(entry))
+    sidecar.write_text("\n".join(lines) + "\n")
+    got = reproduce(work_dir, redraw=False)
+    assert len(got.kernels) == 1
+    why = f"not re-timed: its kernels were built for {other}, and this machine is {here}"
+    assert all(e.startswith(why) for e in got.kernels["error"]), list(got.kernels["error"])
+    assert got.kernels["here_us"].isna().all()
+    text = got.text()
+    assert f"machine: {other} -> {platform.machine()}" in text
+    assert "are the same here" not in text and "An exception occurred" not in text
