@@ -313,3 +313,26 @@ def test_a_run_tuned_for_another_architecture_is_not_retimed_and_says_why(
     text = got.text()
     assert f"machine: {other} -> {platform.machine()}" in text
     assert "are the same here" not in text and "An exception occurred" not in text
+
+
+# -- this round's new entries: the ONNX export for other runtimes -------------------------------
+
+
+def test_the_onnx_export_replaces_nothing_and_names_bad_inputs(tmp_path: Path) -> None:
+    from msviz.models import export_onnx
+
+    mine = tmp_path / "mine.onnx"
+    mine.write_bytes(b"someone's file")
+    with pytest.raises(msviz.errors.WorkloadError, match="mine.onnx exists: pass overwrite=True"):
+        export_onnx("mlp", mine)
+    assert mine.read_bytes() == b"someone's file"
+    with pytest.raises(msviz.errors.WorkloadError, match="it is a folder"):
+        export_onnx("mlp", tmp_path)
+    with pytest.raises(msviz.errors.WorkloadError, match="its folder .*nowhere does not exist"):
+        export_onnx("mlp", tmp_path / "nowhere" / "m.onnx")
+    for seed in (-1, 1.5, True):
+        with pytest.raises(ValueError, match=r"seed must be an int >= 0"):
+            export_onnx("mlp", tmp_path / "s.onnx", seed=seed)  # type: ignore[arg-type]
+    written = export_onnx("mlp", mine, overwrite=True)
+    assert written == mine and mine.read_bytes() != b"someone's file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.onnx"]  # no temp file left
