@@ -323,12 +323,12 @@ def test_the_onnx_export_replaces_nothing_and_names_bad_inputs(tmp_path: Path) -
 
     mine = tmp_path / "mine.onnx"
     mine.write_bytes(b"someone's file")
-    with pytest.raises(msviz.errors.WorkloadError, match="mine.onnx exists: pass overwrite=True"):
+    with pytest.raises(msviz.errors.WorkloadError, match=r"mine.onnx exists: pass overwrite=True"):
         export_onnx("mlp", mine)
     assert mine.read_bytes() == b"someone's file"
     with pytest.raises(msviz.errors.WorkloadError, match="it is a folder"):
         export_onnx("mlp", tmp_path)
-    with pytest.raises(msviz.errors.WorkloadError, match="its folder .*nowhere does not exist"):
+    with pytest.raises(msviz.errors.WorkloadError, match=r"its folder .*nowhere does not exist"):
         export_onnx("mlp", tmp_path / "nowhere" / "m.onnx")
     for seed in (-1, 1.5, True):
         with pytest.raises(ValueError, match=r"seed must be an int >= 0"):
