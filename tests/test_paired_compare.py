@@ -36,10 +36,12 @@ def test_rounds_that_disagree_give_no_verdict() -> None:
     assert got.median == pytest.approx(0.85)
     assert got.verdict == ("no verdict: the rounds disagree (b faster in 60% of them, "
                            "per-process medians 0.825, 1.225, 0.820)")
-    same = paired_summary(("a", "b"), [(0, 100.0, 101.0), (0, 100.0, 99.5)])
+    same = paired_summary(("a", "b"), [(0, 100.0, 101.0), (0, 100.0, 99.5), (1, 100.0, 101.0),
+                                       (1, 100.0, 99.0)])
     assert same.verdict.startswith("no verdict: b and a are within 2% of each other")
-    slower = paired_summary(("a", "b"), [(0, 100.0, 150.0), (1, 100.0, 140.0)])
-    assert slower.verdict == "a is faster: b takes 1.450x its time (100% of rounds agree)"
+    slower = paired_summary(("a", "b"), [(0, 100.0, 150.0), (0, 100.0, 145.0),
+                                         (1, 100.0, 140.0), (1, 100.0, 142.0)])
+    assert slower.verdict == "a is faster: b takes 1.435x its time (100% of rounds agree)"
 
 
 def test_bad_arguments_are_named() -> None:
@@ -107,3 +109,20 @@ def test_a_faster_build_is_found_faster_in_paired_rounds() -> None:
     frame = got.frame()
     assert list(frame.columns) == ["draw", "plain_us", "fast_us", "ratio"]
     assert np.allclose(frame["ratio"], frame["fast_us"] / frame["plain_us"])
+
+
+def test_too_few_rounds_or_processes_give_no_verdict() -> None:
+    """A verdict from one round, or from one process, is a coin toss (issue 53)."""
+    one = paired_summary(("a", "b"), [(0, 100.0, 150.0)])
+    assert one.median == pytest.approx(1.5)
+    assert one.verdict.startswith("no verdict: too few rounds (1 round(s) in 1 process(es)")
+    one_process = paired_summary(("a", "b"), [(0, 100.0, 150.0)] * 6)
+    assert one_process.verdict.startswith("no verdict: too few rounds (6 round(s) in 1 process")
+    enough = paired_summary(("a", "b"), [(0, 100.0, 150.0)] * 2 + [(1, 100.0, 150.0)] * 2)
+    assert enough.verdict.startswith("a is faster")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0])
+def test_a_timing_that_is_no_time_is_refused(bad: float) -> None:
+    with pytest.raises(ValueError, match="not a finite time > 0"):
+        paired_summary(("a", "b"), [(0, 100.0, 90.0), (1, bad, 90.0)])

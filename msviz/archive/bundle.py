@@ -9,6 +9,7 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from msviz.archive.merge import impossible_records
 from msviz.archive.writer import check_output, output_file
 from msviz.errors import BundleError, WorkDirError
 from msviz.records import database as db_files
@@ -58,6 +59,16 @@ def write_bundle(work_dir: str | Path, output: str | Path, *, overwrite: bool = 
     if output.is_dir():
         raise BundleError(f"cannot write the bundle to {output}: it is a directory")
     check_output(output, overwrite=overwrite, what="bundle")  # before anything is read
+    impossible = impossible_records(work_dir)
+    if impossible:
+        lines = sorted(impossible)
+        raise BundleError(
+            f"{work_dir} holds {len(lines)} record(s) that cannot be true ("
+            + "; ".join(f"line {k}: {impossible[k]}" for k in lines[:3])
+            + (" ..." if len(lines) > 3 else "") + "): a bundle would carry them to another "
+            "machine, where MetaSchedule's compile_tir ranks them by their time; merge the work "
+            f"dir without them first (msviz merge {work_dir} CLEAN_DIR, which leaves them out) "
+            "and bundle that")
     envs = environments(read_sidecar(work_dir))
     files = _work_dir_files(work_dir)
     names = [f"{WORK_DIR_PREFIX}/{f.relative_to(work_dir).as_posix()}" for f in files]

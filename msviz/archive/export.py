@@ -33,6 +33,7 @@ import pandas as pd
 
 from msviz.archive.writer import check_output, default_output, output_file
 from msviz.errors import MissingExtraError, MsvizWarning, WriteError
+from msviz.records.impossible import IMPOSSIBLE
 from msviz.records.typed_trials import LIST_COLUMNS, export_frame
 
 __all__ = ["EXPORT_FORMATS", "PARQUET_MODULE", "export", "to_csv", "to_parquet"]
@@ -46,7 +47,22 @@ EXPORT_FORMATS = tuple(EXPORT_SUFFIX.values())
 
 
 def _frame_of(source: Any) -> pd.DataFrame:
-    return source if isinstance(source, pd.DataFrame) else export_frame(source)
+    """The frame written, without the trials that cannot be true (``open`` flags them with
+    the status ``"impossible"``; their times would leave msviz as if measured), warned about
+    by trial and why."""
+    frame = source if isinstance(source, pd.DataFrame) else export_frame(source)
+    if "status" not in frame.columns:
+        return frame
+    bad = (frame["status"].astype(str) == IMPOSSIBLE).to_numpy()
+    if bad.any():
+        left = frame[bad]
+        shown = "; ".join(f"trial {t}: {e}" for t, e in zip(left.get("trial", left.index),
+                                                            left.get("error", [""] * len(left)))
+                          )
+        warnings.warn(f"left out of the export: {int(bad.sum())} trial(s) that cannot be true "
+                      f"(status {IMPOSSIBLE!r}): {shown}", MsvizWarning, stacklevel=4)
+        frame = frame[~bad].reset_index(drop=True)
+    return frame
 
 
 def _check_output(path: Path, written: str, overwrite: bool) -> None:

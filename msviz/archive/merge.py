@@ -30,14 +30,14 @@ from typing import Any, NamedTuple
 
 from msviz import compat
 from msviz.archive.writer import output_dir
-from msviz.errors import MsvizWarning, TargetError, WriteError
+from msviz.errors import MsvizError, MsvizWarning, TargetError, WriteError
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
 from msviz.records.run import Run, check_work_dir
 from msviz.records.targets import record_target, same_target
 
-__all__ = ["MergeResult", "database", "merge", "merge_text"]
+__all__ = ["MergeResult", "database", "impossible_records", "merge", "merge_text"]
 
 
 class MergeResult(NamedTuple):
@@ -106,6 +106,7 @@ def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> 
                                []).append(entry.line)
     targets: dict[str, tuple[Any, str]] = {}
     records = []
+    impossible = impossible_records(work_dir)
     with open(rec_path, encoding="utf-8", errors="replace") as f:
         for number, text in enumerate(f, start=1):
             if not text.strip():
@@ -113,9 +114,23 @@ def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> 
             record, why = _read_record(number, text, workloads, targets)
             if record is None:
                 skipped.setdefault((rec_path, why), []).append(number)
+            elif number in impossible:  # open flags it; stock would rank it first
+                skipped.setdefault((rec_path, f"cannot be true ({impossible[number]})"),
+                                   []).append(number)
             else:
                 records.append(record)
     return _Source(workloads, records)
+
+
+def impossible_records(work_dir: Path) -> dict[int, str]:
+    """The records of a work dir that cannot be true, as :func:`msviz.open` flags them:
+    ``{record line: why}`` (not warned here: the caller names them as it keeps them out)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MsvizWarning)
+        try:
+            return Run(work_dir).impossible
+        except (MsvizError, OSError, ValueError):  # what cannot be read is named line by line
+            return {}
 
 
 def _well_formed(index: Any, trace: Any, run_secs: Any, target: Any, args_info: Any) -> bool:

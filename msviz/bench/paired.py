@@ -17,6 +17,7 @@ one B timing
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ import pandas as pd
 
 from msviz.bench.draws import DEFAULT_DRAWS, SLOW_FACTOR, check_draws, run_draws
 
-__all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "SLOW_FACTOR", "PairedComparison", "compare_builds",
+__all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "MIN_VERDICT_DRAWS", "MIN_VERDICT_ROUNDS",
+           "SLOW_FACTOR", "PairedComparison", "compare_builds",
            "paired_summary"]
 
 #: Rounds per draw by default.
@@ -34,6 +36,11 @@ DEFAULT_ROUNDS = 6
 #: The share of rounds that must fall on one side of 1 (and the median beyond the tolerance) for
 #: a verdict.
 AGREEMENT = 0.8
+#: The fewest rounds, and fresh processes, a verdict is drawn from: below that, one process's
+#: mode (a ~2x slow mode comes and goes) or one lucky round decides, and a verdict from one
+#: round said "1.505x (100% of rounds agree)" of two copies of one work dir.
+MIN_VERDICT_ROUNDS = 4
+MIN_VERDICT_DRAWS = 2
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,12 @@ def paired_summary(names: Sequence[str], rounds: Sequence[tuple[int, float, floa
     draws = [int(r[0]) for r in rounds]
     a_us = [float(r[1]) for r in rounds]
     b_us = [float(r[2]) for r in rounds]
+    bad = [(i, t) for i, t in enumerate(a_us + b_us) if not (math.isfinite(t) and t > 0)]
+    if bad:
+        i, t = bad[0]
+        raise ValueError(f"round {i % len(rounds)}: {(a, b)[i // len(rounds)]} timed {t!r} us, "
+                         "not a finite time > 0 (were number, repeat or min_repeat_ms 0?): "
+                         "nothing to compare")
     ratio = [y / x for x, y in zip(a_us, b_us)]
     median = statistics.median(ratio)
     draw_medians = [statistics.median([r for d, r in zip(draws, ratio) if d == k])
@@ -110,7 +123,11 @@ def paired_summary(names: Sequence[str], rounds: Sequence[tuple[int, float, floa
     a_faster = sum(r > 1 for r in ratio) / len(ratio)
     slow = {name: sum(t > SLOW_FACTOR * min(times) for t in times)
             for name, times in ((a, a_us), (b, b_us))}
-    if abs(median - 1) <= tolerance:
+    if len(ratio) < MIN_VERDICT_ROUNDS or len(draw_medians) < MIN_VERDICT_DRAWS:
+        verdict = (f"no verdict: too few rounds ({len(ratio)} round(s) in {len(draw_medians)} "
+                   f"process(es); a verdict needs at least {MIN_VERDICT_ROUNDS} rounds in "
+                   f"{MIN_VERDICT_DRAWS} processes: raise rounds= or draws=)")
+    elif abs(median - 1) <= tolerance:
         verdict = (f"no verdict: {b} and {a} are within {tolerance:.0%} of each other "
                    f"(paired median {median:.3f}x)")
     elif median < 1 and b_faster >= agreement and all(m < 1 for m in draw_medians):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -20,19 +19,18 @@ from msviz.archive.export import export as export_trials
 from msviz.archive.merge import merge_text
 from msviz.archive.migrate import migrate_work_dir, parse_workload_flags
 from msviz.cli import shapes as shapes_cli
+from msviz.cli.flags import check_library_paths, force_flag, joined_negative_values, tune_flags
+from msviz.cli.flags import count as _count
+from msviz.cli.flags import seconds as _seconds
+from msviz.cli.flags import target_flag as _target
 from msviz.cli.progress import Progress, stage_text, waiting_text
-from msviz.compat import describe_target, make_target
+from msviz.compat import describe_target
 from msviz.engine import Session
 from msviz.engine.arguments import (
-    MAX_SEED,
-    MAX_TRIALS_PER_BATCH,
     TIME_ONLY_MAX_TRIALS,
     duration_text,
-    parse_duration,
 )
 from msviz.engine.measure import rpc
-from msviz.engine.measure.rpc import parse_rpc
-from msviz.engine.measure.runner import EVALUATOR_RANGES
 from msviz.engine.search.presets import KNOB_LIMITS
 from msviz.engine.task_scheduler.kinds import SCHEDULERS
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
@@ -139,6 +137,7 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
     if getattr(args, "time_per_task", None) is not None:
         extra["max_seconds_per_task"] = args.time_per_task
     if getattr(args, "library", None):
+        check_library_paths(args.library)
         extra.update(library=args.library, reuse=args.reuse)
     trials = args.trials if args.trials is not None or args.time else args.default_trials
     session = Session(args.workload, target=args.target, work_dir=args.work_dir,
@@ -193,10 +192,11 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
             print(session.events[-1].get("traceback", ""), file=sys.stderr)
         return 1
     if args.resume and not measured and session.end_reason == "reached max_trials":
+        held = len(msviz.open(session.work_dir).trials)  # the budget counts them all
         raise MsvizError(
-            f"the work dir {session.work_dir} already holds the {session.max_trials} trials of "
-            f"this budget, so nothing was measured: resume with a larger budget (e.g. --trials "
-            f"{2 * session.max_trials}) to tune on")
+            f"the work dir {session.work_dir} already holds {held} trials, at or over this "
+            f"budget of {session.max_trials}, so nothing was measured: resume with a budget "
+            f"above {held} (e.g. --trials {held + session.trials_per_batch}) to tune on")
     print(f"{session.state} ({session.end_reason}) in {time.perf_counter() - start:.1f} s\n")
     if session.model is not None:
         print(format_task_table(session.task_table()))
@@ -242,6 +242,7 @@ def _builder(args: argparse.Namespace) -> dict:
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
+    check_library_paths(args.library)
     cov = msviz.coverage(args.workload, args.library, args.target, untuned=not args.no_untuned)
     print(coverage_text(cov))
     return 0
@@ -271,56 +272,6 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     return _tune(args, **knobs)
 
 
-def _tune_flags(parser: argparse.ArgumentParser, *, trials: int, work_dir: str | None) -> None:
-    parser.add_argument("--trials", type=_count(1), default=None,
-                        help=f"trial budget (default {trials}; none of its own with --time)")
-    parser.add_argument("--time", type=_seconds, default=None, metavar="DURATION",
-                        help="time budget: seconds, or 90s, 20m, 1h30m (max_seconds); with "
-                        "--trials too, the first reached ends tuning")
-    parser.set_defaults(default_trials=trials)
-    parser.add_argument("--batch", type=_count(1, MAX_TRIALS_PER_BATCH), default=16,
-                        help="trials per batch (default 16)")
-    parser.add_argument("--seed", type=_count(0, MAX_SEED), default=1)
-    parser.add_argument("--work-dir", default=work_dir, type=_work_dir,
-                        help=f"where records go (default {work_dir or 'a new temp dir'})")
-    parser.add_argument("--target", default="llvm", type=_target,
-                        help="llvm (default: this machine's CPU, its vector units), cuda, a tag, "
-                        "or a JSON dict of target attributes")
-    parser.add_argument("--strategy", default="evolutionary", choices=["evolutionary", "replay"])
-    parser.add_argument("--preset", default="msviz", choices=["msviz", "stock"])
-    parser.add_argument("--resume", action="store_true", help="continue what the work dir holds")
-    parser.add_argument("--min-repeat-ms", type=_count(*EVALUATOR_RANGES["min_repeat_ms"]),
-                        default=10,
-                        help="runner: minimum time per timing repeat (default 10)")
-    parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
-    parser.add_argument("--rpc-wait", metavar="SECONDS", type=_seconds, default=600.0,
-                        help="with --rpc: give up when no server registers within SECONDS "
-                        "(default 600)")
-    parser.add_argument("--rpc", metavar="HOST:PORT:KEY", type=_rpc,
-                        help="measure on the RPC servers registered at this tracker under KEY "
-                        "(TVM RPC has no authentication: keep it on loopback or a private "
-                        "network)")
-    parser.add_argument("--ray", metavar="ADDRESS",
-                        help="build candidates on this Ray cluster (HOST:PORT of its head, or "
-                        "'local' for a new local instance; needs `pip install msviz[ray]`; Ray "
-                        "must only be reachable on a private network)")
-
-
-def _count(low: int, high: int | None = None) -> Any:
-    """An argparse type: an int within [low, high] (argparse names the flag when it fails)."""
-    def count(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low or (high is not None and value > high):
-            within = f"from {low} to {high:,}" if high is not None else f">= {low}"
-            raise argparse.ArgumentTypeError(f"{value} is out of range: must be {within}")
-        return value
-    count.__name__ = "count"
-    return count
-
-
 def budget_text(session: Session) -> str:
     """The session's budgets in words: ``64 trials``, ``20m`` or ``640 trials or 20m``."""
     parts = [] if session.max_trials == TIME_ONLY_MAX_TRIALS else [
@@ -328,59 +279,6 @@ def budget_text(session: Session) -> str:
     if session.config.max_seconds is not None:
         parts.append(duration_text(session.config.max_seconds))
     return " or ".join(parts)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = parse_duration(text)
-    except ValueError:
-        try:
-            float(text)  # a number, but not > 0 (or not finite)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not a duration (seconds, or 90s, 20m, 1h30m)") from None
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
-    return value
-
-
-def _work_dir(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path would tune into the current directory: "
-                                         "name a directory (or leave the flag out)")
-    return text
-
-
-def _target(text: str) -> Any:
-    """``--target``: a name, a tag, or a JSON dict; checked now, so a typo names the flag."""
-    value: Any = text
-    if text.lstrip().startswith("{"):
-        try:
-            value = json.loads(text)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a JSON dict ({err})") from None
-    try:
-        make_target(value)
-    except msviz.errors.TargetError as err:  # a target TVM knows, lacking what msviz needs
-        raise argparse.ArgumentTypeError(str(err)) from None
-    except Exception as err:  # TVM's own error types for an unknown kind or attribute
-        lines = str(err).strip().splitlines()
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a target TVM knows ({lines[-1] if lines else err!r})") from None
-    return value
-
-
-def _rpc(text: str) -> Any:
-    try:
-        return parse_rpc(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err).replace("--rpc wants ", "want ")) from None
-
-
-def _force_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--force", action="store_true",
-                        help="replace the output file if it exists")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -392,14 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="tune a built-in workload on the CPU and write a report")
     demo.add_argument("--workload", default="GMM-0", help="catalogue workload (default GMM-0)")
-    _tune_flags(demo, trials=32, work_dir="msviz-demo")
+    tune_flags(demo, trials=32, work_dir="msviz-demo")
     demo.set_defaults(func=_cmd_demo)
 
     tune = sub.add_parser("tune", help="tune a catalogue workload (e.g. GMM-0, C2D-3), a "
                           f"catalogue model ({', '.join(msviz.models.MODELS)}) or an ONNX file")
     tune.add_argument("workload", help="catalogue name with size index (GMM-2), model name "
                       "(mlp) or model.onnx")
-    _tune_flags(tune, trials=64, work_dir=None)
+    tune_flags(tune, trials=64, work_dir=None)
     tune.add_argument("--trials-per-task", type=_count(1),
                       help="a model's per-task budget (max_trials_per_task; default none)")
     tune.add_argument("--time-per-task", type=_seconds, metavar="DURATION",
@@ -437,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("work_dir")
     report.add_argument("-o", "--output", help="HTML file (default WORK_DIR/report.html; "
                         "for a bundle, BUNDLE-report.html beside it)")
-    _force_flag(report)
+    force_flag(report)
     report.set_defaults(func=_cmd_report)
 
     show = sub.add_parser("show", help="print the task table and the fastest trials")
@@ -463,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "its environment) into one zip that msviz.open reads")
     bundle.add_argument("work_dir")
     bundle.add_argument("-o", "--output", help="the zip (default WORK_DIR.zip)")
-    _force_flag(bundle)
+    force_flag(bundle)
     bundle.set_defaults(func=_cmd_bundle)
 
     again = sub.add_parser("reproduce", help="re-time a bundle's best kernels here, re-draw "
@@ -479,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", help="FILE.parquet or FILE.csv (default "
                         "WORK_DIR/trials.parquet, BUNDLE-trials.parquet beside a bundle; "
                         ".csv when pyarrow is missing)")
-    _force_flag(export)
+    force_flag(export)
     export.set_defaults(func=_cmd_export)
 
     merge = sub.add_parser("merge", help="merge work dirs into one stock work dir, keeping each "
@@ -500,7 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``msviz`` console script."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(joined_negative_values(
+        sys.argv[1:] if argv is None else list(argv)))
     with warnings.catch_warnings():
         warnings.simplefilter("always", MsvizWarning)
         warnings.formatwarning = lambda m, c, *a, **k: f"warning: {m}\n"  # type: ignore[assignment]

@@ -9,6 +9,8 @@ The same concept tuned and drawn: :mod:`msviz.workflows.shapes`, :mod:`msviz.vie
 from __future__ import annotations
 
 import argparse
+import math
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,10 +34,15 @@ def parse_sizes(text: str) -> list[Any]:
 
 def _weights(text: str) -> list[float]:
     try:
-        return [float(v) for v in text.split(",")]
+        weights = [float(v) for v in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"weights are numbers separated by commas, got "
                                          f"{text!r}") from None
+    bad = [v for v in weights if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{text}: each weight must be a number > 0 (how often "
+                                         f"its size occurs), not {bad[0]:g}")
+    return weights
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -45,9 +52,14 @@ def _run(args: argparse.Namespace) -> int:
     fam = msviz.shapes(args.program, sizes=args.sizes, weights=args.weights, dim=dim)
     work_dir = Path(args.work_dir) if args.work_dir else Path(
         tempfile.mkdtemp(prefix="msviz-shapes-"))
-    tuning = msviz.tune_shapes(fam, work_dir=work_dir, k=args.k, regret=args.regret,
-                               trials=args.trials, trials_per_batch=args.batch, seed=args.seed,
-                               target=args.target)
+    try:
+        tuning = msviz.tune_shapes(fam, work_dir=work_dir, k=args.k, regret=args.regret,
+                                   trials=args.trials, trials_per_batch=args.batch,
+                                   seed=args.seed, target=args.target)
+    except BaseException:  # refused: the temp folder made for it goes too
+        if not args.work_dir:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        raise
 
     def say(event: dict) -> None:
         kind = event["kind"]

@@ -92,6 +92,7 @@ from msviz.compat.runtime import (
 from msviz.compat.target import (
     HostCPU,
     check_llvm_cpu,
+    check_local_cores,
     describe_target,
     host_cores,
     host_cpu,
@@ -129,6 +130,7 @@ __all__ = [
     "TuningRecord",
     "Workload",
     "check_llvm_cpu",
+    "check_local_cores",
     "compile_module",
     "connect_tracker",
     "cpu_device_type",

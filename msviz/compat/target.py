@@ -374,7 +374,31 @@ def kernel_threads(target: Any) -> int | None:
         return None
     if str(target.kind.name) != "llvm" or "num-cores" not in target.attrs:
         return None
-    return int(target.attrs["num-cores"])
+    return min(int(target.attrs["num-cores"]), host_cores())  # never more threads than cores
+
+
+def check_local_cores(target: Any) -> None:
+    """Refuse an llvm target for this machine whose ``num-cores`` is above this machine's cores
+    when its kernels are measured here: each runner worker would start that many threads (a
+    million of them end every trial "killed by SIGABRT"), and the times would be of another
+    machine's schedule.
+
+    Raises
+    ------
+    msviz.errors.TargetError
+        Naming ``num-cores``, its value, this machine's cores and what to do.
+    """
+    if not isinstance(target, tvm.target.Target) or str(target.kind.name) != "llvm" or \
+            "num-cores" not in target.attrs:
+        return
+    cores = int(target.attrs["num-cores"])
+    triple = str(target.attrs["mtriple"]) if "mtriple" in target.attrs else ""
+    if cores > host_cores() and _compiles_here(triple):
+        raise TargetError(
+            f"target num-cores={cores:,} is above this machine's {host_cores()} core(s), and "
+            f"the local runner measures here (on num-cores threads): give num-cores at most "
+            f"{host_cores()} (or leave it out: msviz fills in this machine's), or measure on a "
+            "machine that has them (runner='rpc')")
 
 
 def set_kernel_threads(threads: int) -> None:

@@ -17,6 +17,7 @@ from msviz import compat, models
 from msviz.errors import MsvizWarning, WorkDirError, WriteError
 from msviz.records import database as db_files
 from msviz.records import targets
+from msviz.records.library import Library
 from msviz.workloads import resolve
 
 __all__ = [
@@ -30,9 +31,12 @@ __all__ = [
     "check_work_dir",
     "check_writable",
     "duration_text",
+    "holds_workload",
+    "library_notes",
     "parse_duration",
     "task_of",
     "tasks_of",
+    "workloads_held",
 ]
 
 #: The largest seed (numpy's and TVM's random states take 0 .. 2**31 - 1).
@@ -142,6 +146,22 @@ def library_paths(library: Any) -> tuple[str, ...] | None:
     raise TypeError(f"{why}, not {type(library).__name__}")
 
 
+def library_notes(paths: tuple[str, ...] | None, target: Any) -> list[str]:
+    """What a session will not take from its library, said when it is made (its worker names
+    the same again as warning events): each path that does not exist or cannot be read, and
+    each source that holds no record of ``target`` (its workloads count as siblings only)."""
+    if not paths:
+        return []
+    with warnings.catch_warnings():  # said once, by the caller
+        warnings.simplefilter("ignore", MsvizWarning)
+        library = Library(paths)
+    notes = [*library.problems, *library.other_targets(target)]
+    if not library.entries and not notes:
+        notes.append(f"{', '.join(paths)}: nothing usable in it for this session (no readable "
+                     "tuning record): it tunes as if it had no library")
+    return notes
+
+
 def check_seed(seed: Any) -> int | None:
     """``seed`` as an int (None stays None).
 
@@ -233,21 +253,17 @@ def check_resume(work_dir: Path, tasks: list, target: Any) -> None:
     WorkDirError
         Naming what the work dir holds and what the session would tune.
     """
-    with warnings.catch_warnings():  # a torn tail: the session repairs it and says so
-        warnings.simplefilter("ignore", MsvizWarning)
-        workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
-        records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
-    if not records.line:
+    used, record_targets = workloads_held(work_dir)
+    if not record_targets:
         return
-    used = [workloads[i] for i in sorted(set(records.workload)) if workloads[i] is not None]
     mine = [t.workload for t in tasks]
-    if used and not any(_holds(used, w) for w in mine):
+    if used and not any(holds_workload(used, w) for w in mine):
         raise WorkDirError(
             f"resume=True but work_dir {str(work_dir)!r} holds records of another workload "
             f"than {', '.join(w.name for w in mine[:3])}{' ...' if len(mine) > 3 else ''} "
             "(its structure, shapes or dtypes differ): pass the workload it was tuned for, or "
             "choose another work_dir")
-    theirs = {text: targets.record_target(text) for text in set(records.target)}
+    theirs = {text: targets.record_target(text) for text in record_targets}
     if theirs and not any(targets.same_target(t, target) for t in theirs.values()):
         raise WorkDirError(
             f"resume=True but work_dir {str(work_dir)!r} holds records for the target "
@@ -255,7 +271,18 @@ def check_resume(work_dir: Path, tasks: list, target: Any) -> None:
             f"{target}: pass that target, or choose another work_dir")
 
 
-def _holds(entries: list, workload: Any) -> bool:
+def workloads_held(work_dir: Path) -> tuple[list, set[str]]:
+    """The workload lines of a work dir that its records use, and its records' targets (as
+    the file holds them): what a resumed session or a comparison checks its tasks against."""
+    with warnings.catch_warnings():  # a torn tail: the session repairs it and says so
+        warnings.simplefilter("ignore", MsvizWarning)
+        workloads = db_files.read_workloads(work_dir / db_files.WORKLOAD_FILE)
+        records = db_files.read_record_columns(work_dir / db_files.RECORD_FILE, len(workloads))
+    used = [workloads[i] for i in sorted(set(records.workload)) if workloads[i] is not None]
+    return used, set(records.target)
+
+
+def holds_workload(entries: list, workload: Any) -> bool:
     """Whether a work dir's workload lines hold ``workload`` (by MetaSchedule's hash, else by
     structure: another TVM version may hash the same module differently)."""
     shash = str(compat.structural_hash(workload.mod))

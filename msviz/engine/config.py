@@ -109,6 +109,8 @@ class SessionConfig:
         elif self.preset not in PRESETS:
             knobs_for(self.preset)  # raises, naming the presets
         set_("target", compat.make_target(self.target))
+        if self.runner == "local":  # measured here: at most this machine's cores
+            compat.check_local_cores(self.target)
         if self.rules is not None and not isinstance(self.rules, RuleSet):
             raise TypeError(f"rules must be a RuleSet, not {type(self.rules).__name__}")
         set_("rules", (self.rules or RuleSet.default(self.target)).copy().validate())

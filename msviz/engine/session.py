@@ -20,6 +20,7 @@ from msviz.engine.arguments import (
     check_resume,
     check_work_dir,
     check_writable,
+    library_notes,
     tasks_of,
 )
 from msviz.engine.config import SessionConfig
@@ -219,6 +220,8 @@ class Session(SessionRequests):
         if note:  # an int8 workload the target cannot tensorize: say so now, not never
             warnings.warn(note, MsvizWarning, stacklevel=3)
             self.events.emit("warning", self.name, message=note)
+        for note in library_notes(config.library, config.target):  # said here, not only in
+            warnings.warn(f"library: {note}", MsvizWarning, stacklevel=3)  # the sidecar
         self._profile = Profile()
         self._loop = TaskLoop(
             self.tasks, scheduler_kinds.create(config.task_scheduler, seed=config.seed),

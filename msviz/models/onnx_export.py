@@ -10,6 +10,7 @@ so ONNX Runtime or PyTorch run exactly the network (and the weights) msviz tunes
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -168,7 +169,7 @@ def onnx_model(name: str, *, seed: int = 0, input_shape: tuple[int, ...] | None 
 
 
 def export_onnx(name: str, path: str | Path, *, seed: int = 0,
-                input_shape: tuple[int, ...] | None = None) -> Path:
+                input_shape: tuple[int, ...] | None = None, overwrite: bool = False) -> Path:
     """Write catalogue model ``name`` to the ONNX file ``path`` with the weights msviz builds.
 
     Parameters
@@ -181,6 +182,8 @@ def export_onnx(name: str, path: str | Path, *, seed: int = 0,
         Seed of the random weights, as in :func:`~msviz.models.zoo.build`.
     input_shape : tuple of int, optional
         The input size, as in :func:`~msviz.models.zoo.build`.
+    overwrite : bool
+        Replace ``path`` if it is a file already (else that is refused, naming it).
 
     Returns
     -------
@@ -191,7 +194,22 @@ def export_onnx(name: str, path: str | Path, *, seed: int = 0,
     --------
     >>> export_onnx("resnet50", "resnet50.onnx", input_shape=(1, 3, 224, 224))  # doctest: +SKIP
     """
-    model = onnx_model(name, seed=seed, input_shape=input_shape)
     path = Path(path)
-    _onnx().save(model, str(path))
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0 (the weights' seed), got {seed!r}")
+    if path.is_dir() or path.is_symlink() or (path.exists() and not path.is_file()):
+        raise WorkloadError(f"cannot write the ONNX file to {path}: it is a folder, a link or "
+                            "not a regular file; name a new .onnx file")
+    if path.exists() and not overwrite:
+        raise WorkloadError(f"{path} exists: pass overwrite=True to replace it, or name "
+                            "another file")
+    if not path.parent.is_dir():
+        raise WorkloadError(f"cannot write {path}: its folder {path.parent} does not exist")
+    model = onnx_model(name, seed=seed, input_shape=input_shape)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:  # whole or not at all: a reader never sees half a model
+        _onnx().save(model, str(tmp))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path

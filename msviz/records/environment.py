@@ -35,7 +35,7 @@ from msviz.space_generator.rules import RuleSet, RuleSpec
 from msviz.version import __version__
 
 __all__ = ["ENVIRONMENT_KIND", "environment", "environment_differences", "environments",
-           "host_facts", "rules_from_json", "rules_to_json"]
+           "host_facts", "other_architecture", "rules_from_json", "rules_to_json"]
 
 #: The ``kind`` of the sidecar line.
 ENVIRONMENT_KIND = "environment"
@@ -175,6 +175,20 @@ def _arch(name: Any) -> str | None:
     name = name.strip().lower()
     arch = name if name in _ARCH_NAMES else name.split("-")[0]  # a triple: arch-vendor-os
     return _ARCH_NAMES.get(arch, arch)
+
+
+def other_architecture(env: dict[str, Any] | None) -> str | None:
+    """Why kernels a run was tuned for cannot run on this machine: the architecture its target
+    (its ``mtriple``, else the machine it was tuned on) names is not this machine's; None when
+    they are the same or one is unknown."""
+    if not env:
+        return None
+    tuned_for = _arch(_at(env, ("target", "mtriple"))) or _arch(_at(env, ("host", "machine")))
+    here = _arch(platform.machine())
+    if tuned_for is None or here is None or tuned_for == here:
+        return None
+    return (f"its kernels were built for {tuned_for}, and this machine is {here}: they cannot "
+            f"run here (re-time them on a {tuned_for} machine, or over RPC on one)")
 
 
 def environment_differences(bundle: dict[str, Any], here: dict[str, Any]

@@ -156,6 +156,12 @@ class Run:
         for message in state.warnings:
             warnings.warn(message, MsvizWarning, stacklevel=4)
 
+    @property
+    def impossible(self) -> dict[int, str]:
+        """The records that cannot be true (:mod:`msviz.records.impossible`): record line ->
+        why; what a merge, a bundle or an export keeps out."""
+        return dict(self._impossible)
+
     def infer_design_spaces(self, rules: Any = None) -> pd.Series:
         """Each trial's design space where the records do not say it (a stock work dir), under
         the target's default rules, labelled ``design_space_inferred`` in :attr:`trials`

@@ -170,7 +170,7 @@ class ShapeCover:
     @classmethod
     def from_dict(cls, data: dict, *, root: str | None = None) -> ShapeCover:
         try:
-            return cls(
+            cover = cls(
                 family=dict(data["family"]), target=str(data["target"]),
                 trials=int(data["trials"]), regret_target=data.get("regret_target"),
                 tuned=[TunedShape(**t) for t in data["tuned"]],
@@ -179,8 +179,47 @@ class ShapeCover:
                 cross_seconds=float(data["cross_seconds"]), seconds=float(data["seconds"]),
                 work_dir=data.get("work_dir"), state=str(data.get("state", "finished")),
                 root=root)
+            for group, rows in (("tuned", cover.tuned), ("cells", cover.cells),
+                                ("dispatch", cover.dispatch)):
+                for i, row in enumerate(rows):
+                    _check_types(f"{group}[{i}]", row)
         except (KeyError, TypeError, ValueError) as err:
-            raise WorkDirError(f"{COVER_FILE} does not read as a shape cover: {err!r}") from None
+            where = f" in {root}" if root is not None else ""
+            raise WorkDirError(f"{COVER_FILE}{where} does not read as a shape cover: {err}; "
+                               "it was edited or written by something else: cover the family "
+                               "again (msviz.tune_shapes) into a new folder") from None
+        return cover
+
+
+#: Each row's typed fields: name -> (types, may be None).
+_FIELD_TYPES: dict[type, dict[str, tuple[tuple[type, ...], bool]]] = {
+    TunedShape: {"label": ((str,), False), "order": ((int,), False),
+                 "why": ((str,), False), "seconds": ((int, float), False),
+                 "trials": ((int,), False)},
+    Cell: {"source": ((str,), False), "shape": ((str,), False), "us": ((int, float), True),
+           "measured": ((int,), False), "failed": ((int,), False), "error": ((str,), True),
+           "missing": ((int,), False)},
+    Dispatch: {"shape": ((str,), False), "source": ((str,), True), "us": ((int, float), True),
+               "own_us": ((int, float), True), "regret": ((int, float), True),
+               "estimated": ((int, float), True), "tasks_from": ((dict,), False)},
+}
+
+
+_KIND_NAMES = {str: "string", int: "whole number", float: "number", dict: "mapping"}
+
+
+def _check_types(where: str, row: Any) -> None:
+    """Refuse a row whose field is not of its type (a latency written as a string would open
+    and fail deep inside ``matrix()``), naming the row and the field."""
+    for name, (types, optional) in _FIELD_TYPES[type(row)].items():
+        value = getattr(row, name)
+        if value is None and optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            kinds = " or ".join(_KIND_NAMES[t] for t in types
+                                if not (t is int and float in types))
+            raise ValueError(f"{where} {name}={value!r} is not a {kinds}"
+                             f"{' (or null)' if optional else ''}")
 
 
 def weighted_geomean(pairs: list[tuple[float, float]]) -> float | None:

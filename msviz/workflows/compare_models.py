@@ -10,13 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat, models
+from msviz.engine.arguments import holds_workload, workloads_held
 from msviz.engine.measure.requests import (
     DEFAULT_DRAWS,
     DEFAULT_ROUNDS,
     PairedComparison,
     compare_model_builds,
 )
-from msviz.records.model_profile import model_of_run
+from msviz.engine.measure.runner import evaluator_config
+from msviz.errors import MsvizError
+from msviz.records import database as db_files
+from msviz.records.model_profile import last_entry, model_of_run
 from msviz.records.sidecar import read_sidecar
 
 __all__ = ["compare_models"]
@@ -46,18 +50,78 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
     PairedComparison
         ``str()`` of it says the paired median ratio B / A, its spread and the verdict.
     """
-    dirs = [x for x in (a, b) if isinstance(x, (str, Path))]
+    dirs = [Path(x) for x in (a, b) if isinstance(x, (str, Path))]
+    for work_dir in dirs:  # before the model is looked for in it
+        if not work_dir.is_dir() or not all((work_dir / n).is_file() for n in (
+                db_files.WORKLOAD_FILE, db_files.RECORD_FILE)):
+            why = ("it does not exist" if not work_dir.exists() else
+                   f"it holds no {db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE}")
+            raise FileNotFoundError(f"{work_dir} is not a work dir ({why}): pass the work dirs "
+                                    "of two tunings of one model")
+    settings = _checked_settings(number, repeat, min_repeat_ms)
+    named = {d: _model_named(d) for d in dirs}
+    if len({m for m in named.values() if m is not None}) > 1:
+        raise MsvizError(
+            "compare_models compares two tunings of one model: "
+            + "; ".join(f"{d} was tuned for {m!r}" for d, m in named.items())
+            + ": pass two work dirs of the same model")
     if model is None:
         if not dirs:
             raise ValueError("pass model= to compare two builds of it")
-        model = model_of_run(dirs[0], read_sidecar(Path(dirs[0])).other)
+        first = next((d for d in dirs if named[d] is not None), dirs[0])
+        model = model_of_run(first, read_sidecar(first).other)
     else:
         model = models.load(model)
     target = compat.make_target(target)
+    if dirs:
+        _check_holds_model(dirs, named, model, target)
     labels = list(names) if names is not None else [
         Path(x).name if isinstance(x, (str, Path)) else key for x, key in ((a, "a"), (b, "b"))]
     if len(labels) != 2 or labels[0] == labels[1]:
         labels = [f"a:{labels[0]}", f"b:{labels[-1]}"]
     return compare_model_builds(a, b, model, target, labels, seed=seed, rounds=rounds,
-                                draws=draws, number=number, repeat=repeat,
-                                min_repeat_ms=min_repeat_ms)
+                                draws=draws, **settings)
+
+
+def _checked_settings(number: Any, repeat: Any, min_repeat_ms: Any) -> dict[str, int]:
+    """The timing settings, checked as a Session checks its ``evaluator_config`` (one check:
+    :func:`~msviz.engine.measure.runner.evaluator_config`): ``number=0`` would time nothing
+    and report ``nan``."""
+    try:
+        config = evaluator_config({"number": number, "repeat": repeat,
+                                   "min_repeat_ms": min_repeat_ms})
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"compare_models: {err} (number, repeat and min_repeat_ms are the "
+                        "evaluator settings a Session takes)") from None
+    return {"number": int(config.number), "repeat": int(config.repeat),
+            "min_repeat_ms": int(config.min_repeat_ms)}
+
+
+def _model_named(work_dir: Path) -> str | None:
+    """The catalogue model a msviz work dir's environment line names (None: none named)."""
+    env = last_entry(read_sidecar(work_dir).other, "environment")
+    found = env.get("model") if env is not None else None
+    if isinstance(found, dict) and isinstance(found.get("source"), str):
+        return found["source"]
+    return None
+
+
+def _check_holds_model(dirs: list[Path], named: dict[Path, str | None], model: Any,
+                       target: Any) -> None:
+    """Refuse a work dir none of whose records is of a task of ``model``: ``compile_relax``
+    would match nothing in it and build the model untuned, and the comparison would time an
+    untuned build as that dir's."""
+    tasks = model.extract_tasks(target)
+    for work_dir in dirs:
+        used, targets = workloads_held(work_dir)
+        if not targets:
+            raise MsvizError(f"{work_dir} holds no tuning record: there is nothing of it to "
+                             "compare (tune it first, or pass another work dir)")
+        if not any(holds_workload(used, t.workload) for t in tasks):
+            what = (f"was tuned for {named[work_dir]!r}" if named.get(work_dir) else
+                    f"holds records of {len(used)} workload(s)")
+            raise MsvizError(
+                f"{work_dir} {what}, none of them a task of the model compared "
+                f"({model.name!r}: {', '.join(t.name for t in tasks[:4])}"
+                f"{' ...' if len(tasks) > 4 else ''}): compare two work dirs of one model, or "
+                "pass model= for the model both were tuned for")

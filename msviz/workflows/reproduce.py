@@ -49,7 +49,12 @@ from msviz.engine.measure.service import MeasuringService
 from msviz.engine.session import Session
 from msviz.errors import MsvizError
 from msviz.records import database as db_files
-from msviz.records.environment import environment_differences, environments, host_facts
+from msviz.records.environment import (
+    environment_differences,
+    environments,
+    host_facts,
+    other_architecture,
+)
 from msviz.records.run import Run, open_work_dir
 from msviz.records.sidecar import read_sidecar
 
@@ -222,11 +227,30 @@ def retime_best(run: Run, evaluator_config: dict | None = None) -> pd.DataFrame:
             service.close()
         for (row, *_), res in zip(items, results, strict=True):
             if res.error or not res.run_secs:
-                row["error"] = (res.error or "no timing").strip().splitlines()[0]
+                row["error"] = _error_line(res.error or "no timing")
                 continue
             row["here_us"] = 1e6 * sum(res.run_secs) / len(res.run_secs)
             row["ratio"] = row["here_us"] / row["bundle_us"]
     return pd.DataFrame(rows, columns=KERNEL_COLUMNS)
+
+
+def _best_kernels(run: Run, why: str) -> pd.DataFrame:
+    """Each task's best trial as :func:`retime_best` lists it, not timed here (``why``)."""
+    rows = [{"task": t.task, "trial": int(t.best_trial),
+             "bundle_us": run.trial(int(t.best_trial)).latency_us, "here_us": math.nan,
+             "ratio": math.nan, "error": why}
+            for t in run.tasks.itertuples()
+            if t.best_trial is not None and not pd.isna(t.best_trial)]
+    return pd.DataFrame(rows, columns=KERNEL_COLUMNS)
+
+
+def _error_line(text: str) -> str:
+    """A build or run error in one line: its first line (``LocalBuilder: An exception
+    occurred``) and, where that is all it says, its last (the exception itself)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no timing"
+    return lines[0] if len(lines) == 1 else f"{lines[0]}: {lines[-1]}"
 
 
 def _workload_of(run: Run, env: dict) -> Any:
@@ -355,7 +379,12 @@ def reproduce(bundle: str | Path, *, retime: bool = True, redraw: bool = True) -
     first = envs[0] if envs else None
     notes: list[str] = []
     config = _bounded_evaluator((first or {}).get("evaluator_config"), notes)
-    kernels = retime_best(run, config) if retime else pd.DataFrame(columns=KERNEL_COLUMNS)
+    elsewhere = other_architecture(first)
+    if retime and elsewhere:  # a build would fail with the builder's "An exception occurred"
+        notes.append(f"not re-timed: {elsewhere}")
+        kernels = _best_kernels(run, f"not re-timed: {elsewhere}")
+    else:
+        kernels = retime_best(run, config) if retime else pd.DataFrame(columns=KERNEL_COLUMNS)
     batch = None
     if redraw:
         batch = (redraw_first_batch(run, first) if first is not None else

@@ -19,6 +19,7 @@ import pytest
 import msviz
 from msviz import workloads
 from msviz.engine import Session
+from msviz.errors import MsvizWarning
 from msviz.records import database as db_files
 from msviz.records.sidecar import read_sidecar
 from tests.engine.conftest import TINY
@@ -138,7 +139,8 @@ def test_a_bad_library_or_reuse_is_named() -> None:
         Session("GMM-0", reuse="always")
     with pytest.raises(TypeError, match="library must be a path"):
         Session("GMM-0", library=3)
-    assert msviz.Session("GMM-0", library="somewhere").config.library == ("somewhere",)
+    with pytest.warns(MsvizWarning, match="library: somewhere: does not exist"):  # said now
+        assert msviz.Session("GMM-0", library="somewhere").config.library == ("somewhere",)
 
 
 def test_a_library_with_bad_sources_is_used_and_each_named_once(
@@ -166,8 +168,12 @@ def test_a_library_with_bad_sources_is_used_and_each_named_once(
     other.start()
     assert other.wait(600) == "finished"
     before = _digest(team)
-    session = Session(workloads.get("GMM", shape=SHAPE), work_dir=tmp_path / "wd",
-                      max_trials=4, trials_per_batch=4, library=team, **TINY)
+    with pytest.warns(MsvizWarning) as said:  # each bad source named when it is made, too
+        session = Session(workloads.get("GMM", shape=SHAPE), work_dir=tmp_path / "wd",
+                          max_trials=4, trials_per_batch=4, library=team, **TINY)
+    for name in ("corrupt", "old.zip", "haswell"):
+        assert sum(name in str(w.message) for w in said) == 1, (name, [str(w.message)
+                                                                       for w in said])
     session.start()
     assert session.wait(600) == "finished"
     assert session.trials_done == 4

@@ -218,8 +218,8 @@ def test_a_forged_library_cache_is_indexed_afresh(stock_work_dirs: dict[str, Pat
         group[2] = 1e-3
     path.write_text(json.dumps(data))
     indexed = []
-    index_work_dir = library_module._index_work_dir
-    monkeypatch.setattr(library_module, "_index_work_dir",
+    index_work_dir = library_module.index_work_dir
+    monkeypatch.setattr(library_module, "index_work_dir",
                         lambda wd, texts: indexed.append(wd.name) or index_work_dir(wd, texts))
     again = Library(source)
     assert indexed == ["c2d"]

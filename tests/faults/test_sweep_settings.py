@@ -184,8 +184,8 @@ def test_resume_into_a_dir_at_its_budget_says_so(tmp_path: Path,
     capsys.readouterr()
     assert main([*flags, "--resume"]) == 2
     err = capsys.readouterr().err
-    assert f"the work dir {wd} already holds the 2 trials of this budget, so nothing was " \
-           "measured: resume with a larger budget (e.g. --trials 4) to tune on" in err, err
+    assert f"the work dir {wd} already holds 2 trials, at or over this budget of 2, so nothing " \
+           "was measured: resume with a budget above 2 (e.g. --trials 4) to tune on" in err, err
     assert len(msviz.open(wd).trials) == 2
 
 

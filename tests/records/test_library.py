@@ -393,13 +393,13 @@ def test_the_cache_is_read_then_rebuilt_when_stale(tuned: Tuned, tmp_path: Path,
 
     with monkeypatch.context() as m:
         m.setattr(compat.Workload, "from_json", refuse)
-        m.setattr(library_module, "_index_work_dir", refuse)
+        m.setattr(library_module, "index_work_dir", refuse)
         again = quiet_library(team)
     assert strip_dirs(again.entries) == strip_dirs(first.entries)
 
     indexed = []
-    index_work_dir = library_module._index_work_dir
-    monkeypatch.setattr(library_module, "_index_work_dir",
+    index_work_dir = library_module.index_work_dir
+    monkeypatch.setattr(library_module, "index_work_dir",
                         lambda wd, texts: indexed.append(wd.name) or index_work_dir(wd, texts))
     record_file = team / "runs" / "exact" / RECORD_FILE
     w, body = json.loads(record_file.read_text().splitlines()[0])

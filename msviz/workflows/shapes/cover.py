@@ -44,6 +44,7 @@ from msviz.engine.measure.service import MeasuringService
 from msviz.engine.session import Session
 from msviz.errors import MsvizError
 from msviz.models.shape_family import ShapeFamily
+from msviz.records.database import RECORD_FILE, WORKLOAD_FILE
 from msviz.records.run import Run
 from msviz.records.shape_cover import (
     COVER_FILE,
@@ -53,6 +54,7 @@ from msviz.records.shape_cover import (
     TunedShape,
     weighted_geomean,
 )
+from msviz.records.sidecar import SIDECAR_FILE
 from msviz.workflows.shapes import cross
 
 __all__ = ["ShapeTuning", "default_max_k"]
@@ -68,6 +70,28 @@ TABLE_FILE = "dispatch.txt"
 def default_max_k(n: int) -> int:
     """Shapes tuned at most when ``k`` is not given: 3/8 of the family, at least 1."""
     return max(1, (3 * n) // 8)
+
+
+def _check_root(root: Path, labels: list[str]) -> None:
+    """Refuse a cover root that is a file, or a folder holding another run (a work dir in it,
+    or one of its folders not named after one of the family's shapes): the cover would write
+    its shapes' records and its dispatch work dir beside (or into) that run's."""
+    if root.exists() and not root.is_dir():
+        raise MsvizError(f"work_dir {root} is a file, not a folder: give a new folder (or one "
+                         "of an unfinished cover of this family) as the cover's root")
+    if not root.is_dir():
+        return
+    marks = (WORKLOAD_FILE, RECORD_FILE, SIDECAR_FILE)
+    own = {*labels, DISPATCH_DIR}
+    if any((root / n).exists() for n in marks):
+        theirs = [root.name]
+    else:
+        theirs = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in own and
+                        any((p / n).exists() for n in marks))
+    if theirs:
+        raise MsvizError(f"work_dir {root} holds another run ({', '.join(theirs)}: a work dir "
+                         "not of this family's shapes): the cover would write into it; give a "
+                         "new folder")
 
 
 class ShapeTuning:
@@ -118,6 +142,7 @@ class ShapeTuning:
         if (self.root / COVER_FILE).exists():
             raise MsvizError(f"{self.root} holds a shape cover already; open it with "
                              "msviz.open_shapes, or give another work_dir")
+        _check_root(self.root, [s.label for s in family.shapes])
         self.family, self.k, self.regret = family, k, float(regret)
         self.max_k = max_k if max_k is not None else (k or default_max_k(n))
         self.trials, self.carry_top, self.seed = trials, carry_top, seed
