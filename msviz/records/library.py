@@ -50,6 +50,7 @@ from msviz.records.library_index import (
 )
 from msviz.records.many_runs import run_names
 from msviz.records.row import mean_run_secs, valid_run_secs
+from msviz.records.task_match import distance as extents_distance
 
 __all__ = ["Library", "LibraryEntry", "workload_keys"]
 
@@ -231,7 +232,7 @@ class Library:
         """Entries of the same operator, rank and dtype that are no exact or anchor match of
         ``mod`` on ``target`` (another shape, or another target); with no target, every
         entry of another anchor block. Those of ``target`` first, then the nearest shape
-        (sum of the extents' log differences), then the fastest."""
+        (:func:`~msviz.records.task_match.distance` of the extents), then the fastest."""
         shash, anchor, op, extents, dtype = module_keys(mod)
         if op is None:
             return []
@@ -245,11 +246,8 @@ class Library:
                  if len(e.extents) == len(extents) and not hit(e)
                  and dtype in (None, self._dtypes.get((e.source, e.workload)) or dtype)]
 
-        def distance(e: LibraryEntry) -> float:
-            return sum(abs(math.log(max(a, 1)) - math.log(max(b, 1)))
-                       for a, b in zip(e.extents, extents, strict=True))
-
-        return sorted(found, key=lambda e: (text is not None and e.target != text, distance(e),
+        return sorted(found, key=lambda e: (text is not None and e.target != text,
+                                            extents_distance(tuple(e.extents), tuple(extents)),
                                             *self._rank(e)))
 
     def match(self, mod: Any, target: Any) -> tuple[str, list[LibraryEntry]]:

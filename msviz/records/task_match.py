@@ -5,7 +5,9 @@ A catalogue model built at two input sizes has the same tasks, but Relax names t
 of appearance (``matmul1`` at one size may be ``matmul2`` at another), and the batch-norm tasks
 have no anchor block to key them by. A task's *form* is its blocks' names with their iteration
 kinds and the dtypes it writes; among tasks of the same form the nearest by extents (sum of
-``|log2 a - log2 b|``) is the match.
+``|log2 a - log2 b|``, :func:`distance`) is the match. The library ranks a workload's siblings
+(the same operator at other shapes, :meth:`msviz.records.library.Library.siblings`) by the same
+distance.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from msviz import compat
 
-__all__ = ["extents", "form", "nearest"]
+__all__ = ["distance", "extents", "form", "nearest"]
 
 
 def _blocks(mod: Any) -> list[Any]:

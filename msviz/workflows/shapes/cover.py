@@ -27,7 +27,6 @@ The loop:
 
 from __future__ import annotations
 
-import itertools
 import math
 import shutil
 import tempfile
@@ -44,7 +43,6 @@ from msviz.engine.measure.service import MeasuringService
 from msviz.engine.session import Session
 from msviz.errors import MsvizError
 from msviz.models.shape_family import ShapeFamily
-from msviz.records.database import RECORD_FILE, WORKLOAD_FILE
 from msviz.records.run import Run
 from msviz.records.shape_cover import (
     COVER_FILE,
@@ -52,10 +50,14 @@ from msviz.records.shape_cover import (
     Dispatch,
     ShapeCover,
     TunedShape,
-    weighted_geomean,
 )
-from msviz.records.sidecar import SIDECAR_FILE
 from msviz.workflows.shapes import cross
+from msviz.workflows.shapes.regret import (
+    interpolated_throughput,
+    next_shape,
+    weighted_latency,
+)
+from msviz.workflows.shapes.settings import check_cover_numbers, check_root, default_max_k
 
 __all__ = ["ShapeTuning", "default_max_k"]
 
@@ -65,33 +67,6 @@ _SET_BY_THE_COVER = frozenset({"work_dir", "max_trials", "resume", "library", "r
                                "end_to_end_check", "params", "spec"})
 #: The dispatch as a small text table (shape ranges -> the shape whose schedules they run).
 TABLE_FILE = "dispatch.txt"
-
-
-def default_max_k(n: int) -> int:
-    """Shapes tuned at most when ``k`` is not given: 3/8 of the family, at least 1."""
-    return max(1, (3 * n) // 8)
-
-
-def _check_root(root: Path, labels: list[str]) -> None:
-    """Refuse a cover root that is a file, or a folder holding another run (a work dir in it,
-    or one of its folders not named after one of the family's shapes): the cover would write
-    its shapes' records and its dispatch work dir beside (or into) that run's."""
-    if root.exists() and not root.is_dir():
-        raise MsvizError(f"work_dir {root} is a file, not a folder: give a new folder (or one "
-                         "of an unfinished cover of this family) as the cover's root")
-    if not root.is_dir():
-        return
-    marks = (WORKLOAD_FILE, RECORD_FILE, SIDECAR_FILE)
-    own = {*labels, DISPATCH_DIR}
-    if any((root / n).exists() for n in marks):
-        theirs = [root.name]
-    else:
-        theirs = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in own and
-                        any((p / n).exists() for n in marks))
-    if theirs:
-        raise MsvizError(f"work_dir {root} holds another run ({', '.join(theirs)}: a work dir "
-                         "not of this family's shapes): the cover would write into it; give a "
-                         "new folder")
 
 
 class ShapeTuning:
@@ -126,23 +101,13 @@ class ShapeTuning:
             raise TypeError(f"family must be a ShapeFamily (msviz.shapes), not "
                             f"{type(family).__name__}")
         n = len(family)
-        for name, value, low in (("trials", trials, 1), ("carry_top", carry_top, 1),
-                                 ("trials_per_batch", trials_per_batch, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n):
-            raise ValueError(f"k must be an int in 1..{n} (the family's shapes), got {k!r}")
-        if max_k is not None and (isinstance(max_k, bool) or not isinstance(max_k, int)
-                                  or not 1 <= max_k <= n):
-            raise ValueError(f"max_k must be an int in 1..{n}, got {max_k!r}")
-        if not isinstance(regret, (int, float)) or not math.isfinite(regret) or regret < 1:
-            raise ValueError(f"regret must be a number >= 1 (1.05: 5% slower than each "
-                             f"shape's own best), got {regret!r}")
+        check_cover_numbers(n, k=k, max_k=max_k, regret=regret, trials=trials,
+                            carry_top=carry_top, trials_per_batch=trials_per_batch)
         self.root = Path(work_dir)
         if (self.root / COVER_FILE).exists():
             raise MsvizError(f"{self.root} holds a shape cover already; open it with "
                              "msviz.open_shapes, or give another work_dir")
-        _check_root(self.root, [s.label for s in family.shapes])
+        check_root(self.root, [s.label for s in family.shapes], DISPATCH_DIR)
         self.family, self.k, self.regret = family, k, float(regret)
         self.max_k = max_k if max_k is not None else (k or default_max_k(n))
         self.trials, self.carry_top, self.seed = trials, carry_top, seed
@@ -352,38 +317,15 @@ class ShapeTuning:
 
     def _latency(self, label: str, per_task: dict[int, float],
                  fill: dict[int, float] | None = None) -> tuple[float | None, int]:
-        """Weighted latency of per-task times (``fill`` where a task has none), and how many
-        tasks have no time at all (left out of the sum: a model task no tuned shape gave a
-        trial, when the trials were fewer than the tasks' first batches)."""
-        total, counted, missing = 0.0, 0, 0
-        for i, w in self._weights(label).items():
-            us = per_task.get(i)
-            if us is None and fill is not None:
-                us = fill.get(i)
-            if us is None:
-                missing += 1
-                continue
-            total, counted = total + w * us, counted + 1
-        return (total if counted else None), missing
+        """:func:`~msviz.workflows.shapes.regret.weighted_latency` of ``label``'s tasks."""
+        return weighted_latency(self._weights(label), per_task, fill)
 
     def _throughput(self, label: str) -> float | None:
         """FLOPs per µs the tuned shapes reach, interpolated to ``label``'s size."""
-        points = sorted((self.family.log_size(self.family.shape(t.label)),
-                         math.log(self._flop(t.label) / us))
-                        for t in self._tuned
-                        if (us := self._latency(t.label, self._own.get(t.label, {}))[0]))
-        if not points:
-            return None
-        x = self.family.log_size(self.family.shape(label))
-        if x <= points[0][0]:
-            return math.exp(points[0][1])
-        if x >= points[-1][0]:
-            return math.exp(points[-1][1])
-        for (x0, y0), (x1, y1) in itertools.pairwise(points):
-            if x0 <= x <= x1:
-                f = 0.0 if x1 == x0 else (x - x0) / (x1 - x0)
-                return math.exp(y0 + f * (y1 - y0))
-        return None  # pragma: no cover - the points cover x
+        points = [(self.family.log_size(self.family.shape(t.label)), self._flop(t.label) / us)
+                  for t in self._tuned
+                  if (us := self._latency(t.label, self._own.get(t.label, {}))[0])]
+        return interpolated_throughput(points, self.family.log_size(self.family.shape(label)))
 
     def _estimated(self, label: str) -> float | None:
         us, _ = self._latency(label, self._best_per_task(label))
@@ -395,36 +337,10 @@ class ShapeTuning:
     def _next(self) -> tuple[str | None, str]:
         tuned = {t.label for t in self._tuned}
         left = [s for s in self.family.shapes if s.label not in tuned]
-        if not left:
-            return None, "every shape is tuned"
-        if not tuned:
-            def spread(s: Any) -> float:
-                x = self.family.log_size(s)
-                return sum(o.weight * abs(self.family.log_size(o) - x)
-                           for o in self.family.shapes)
-            first = min(self.family.shapes, key=spread)
-            return first.label, "the family's weighted middle (by log size)"
-        limit = self.k if self.k is not None else self.max_k
-        if len(tuned) >= limit:
-            return None, (f"k={self.k} shapes tuned" if self.k is not None
-                          else f"max_k={self.max_k} shapes tuned")
-        est = {s.label: self._estimated(s.label) for s in left}
-        if self.k is None:
-            overall = weighted_geomean([(s.weight, 1.0 if s.label in tuned else
-                                         est[s.label] or math.inf) for s in self.family.shapes])
-            if overall is not None and overall <= self.regret:
-                return None, (f"estimated weighted regret {overall:.3f} <= target "
-                              f"{self.regret:.3f}")
-
-        def score(s: Any) -> float:
-            r = est[s.label]
-            return math.inf if r is None else s.weight * math.log(r)
-
-        pick = max(left, key=score)
-        r = est[pick.label]
-        why = ("no schedule carried to it ran" if r is None else
-               f"the largest weighted estimated regret ({r:.2f}x)")
-        return pick.label, why
+        estimated = {s.label: self._estimated(s.label) for s in left} if tuned and (
+            len(tuned) < (self.k if self.k is not None else self.max_k)) else {}
+        return next_shape(self.family, tuned, estimated, k=self.k, max_k=self.max_k,
+                          regret=self.regret)
 
     # -- the result ----------------------------------------------------------------------------
 
