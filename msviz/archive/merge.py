@@ -15,7 +15,7 @@ targets gives both targets the faster one. msviz therefore
 Records are read line by line; one whose workload or target cannot be read, or whose trace is
 malformed or names an instruction this TVM does not know, is reported (a warning naming the file
 and lines) and skipped, never merged blindly: stock ``JSONDatabase`` refuses a whole file for
-one bad line.
+one bad line. Reading the sources record by record is :mod:`msviz.archive.merge_sources`'.
 """
 
 from __future__ import annotations
@@ -29,8 +29,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from msviz import compat
+from msviz.archive.merge_sources import (
+    Record,
+    Source,
+    impossible_records,
+    last_line,
+    read_source,
+)
 from msviz.archive.writer import output_dir
-from msviz.errors import MsvizError, MsvizWarning, TargetError, WriteError
+from msviz.errors import MsvizWarning, TargetError, WriteError
 from msviz.records import bundle as bundle_files
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
@@ -68,146 +75,6 @@ class MergeResult(NamedTuple):
     targets: dict[str, int]
 
 
-class _Record(NamedTuple):
-    """A readable record of a source work dir."""
-
-    line: int  # its line in the record file (1-based)
-    shash: int  # the workload's structural hash, recomputed as JSONDatabase does on load
-    workload: Any  # the stock Workload
-    body: list  # [trace, run_secs, target, args_info], as the file holds it
-    target: Any  # its tvm.target.Target
-    target_text: str  # TVM's text of it (the same for every spelling of one target)
-
-
-class _Source(NamedTuple):
-    workloads: list[tuple[int, Any, str] | None]  # (shash, Workload, payload) per workload line
-    records: list[_Record]
-
-
-def _read_source(work_dir: Path, skipped: dict[tuple[Path, str], list[int]]) -> _Source:
-    """Every readable workload and record of a work dir; the rest goes into ``skipped``.
-
-    Each workload is loaded and each distinct target built by TVM once; a record's trace is
-    checked for its JSON shape and its instruction kinds here, not parsed (TVM parses a trace
-    in ~3 ms: 5 minutes for 100,000 records); :func:`database` parses the traces it keeps.
-    """
-    wl_path, rec_path = work_dir / db_files.WORKLOAD_FILE, work_dir / db_files.RECORD_FILE
-    workloads: list[tuple[int, Any, str] | None] = []
-    for entry in db_files.read_workloads(wl_path):  # warns about torn lines itself
-        if entry is None:
-            workloads.append(None)
-            continue
-        try:
-            workload = compat.Workload.from_json([entry.shash, entry.payload])
-            workloads.append((int(compat.structural_hash(workload.mod)), workload, entry.payload))
-        except Exception as err:  # TVM's own error types: a payload it cannot load
-            workloads.append(None)
-            skipped.setdefault((wl_path, f"workload cannot be read ({_last_line(err)})"),
-                               []).append(entry.line)
-    targets: dict[str, tuple[Any, str]] = {}
-    records = []
-    impossible = impossible_records(work_dir)
-    with open(rec_path, encoding="utf-8", errors="replace") as f:
-        for number, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            record, why = _read_record(number, text, workloads, targets)
-            if record is None:
-                skipped.setdefault((rec_path, why), []).append(number)
-            elif number in impossible:  # open flags it; stock would rank it first
-                skipped.setdefault((rec_path, f"cannot be true ({impossible[number]})"),
-                                   []).append(number)
-            else:
-                records.append(record)
-    return _Source(workloads, records)
-
-
-def impossible_records(work_dir: Path) -> dict[int, str]:
-    """The records of a work dir that cannot be true, as :func:`msviz.open` flags them:
-    ``{record line: why}`` (not warned here: the caller names them as it keeps them out)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MsvizWarning)
-        try:
-            return Run(work_dir).impossible
-        except (MsvizError, OSError, ValueError):  # what cannot be read is named line by line
-            return {}
-
-
-def _well_formed(index: Any, trace: Any, run_secs: Any, target: Any, args_info: Any) -> bool:
-    """The JSON shape stock ``JSONDatabase`` loads: ``[workload, [[insts, decisions],
-    run_secs or null, {target}, [args]]]``."""
-    return (isinstance(index, int) and isinstance(trace, list) and len(trace) == 2
-            and all(isinstance(part, list) for part in trace) and isinstance(target, dict)
-            and isinstance(args_info, list)
-            and (run_secs is None or _readable_run_secs(run_secs)))
-
-
-def _readable_run_secs(run_secs: Any) -> bool:
-    """Whether stock ``JSONDatabase`` reads these run_secs (as the work-dir reader reads them:
-    ``true`` is 1.0, zero and negative times are kept; NaN, infinities and values beyond a
-    float32 make stock refuse the whole file)."""
-    if not isinstance(run_secs, list) or not all(isinstance(v, (int, float)) for v in run_secs):
-        return False
-    try:
-        db_files.checked_run_secs(tuple(float(v) for v in run_secs))
-    except (ValueError, OverflowError):
-        return False
-    return True
-
-
-def _read_record(number: int, text: str, workloads: list, targets: dict[str, tuple[Any, str]]
-                 ) -> tuple[_Record | None, str]:
-    try:
-        index, body = json.loads(text)
-        trace, run_secs, target, args_info = body
-        ok = _well_formed(index, trace, run_secs, target, args_info)
-    except (ValueError, TypeError):
-        ok = False
-    if not ok:
-        return None, "not a tuning record (torn or corrupt line)"
-    if not 0 <= index < len(workloads) or workloads[index] is None:
-        return None, "its workload cannot be read"
-    shash, workload, _ = workloads[index]
-    unknown = next((inst[0] for inst in trace[0] if not _known_instruction(inst)), None)
-    if unknown is not None:
-        return None, (f"its trace uses the instruction {unknown!r}, which this TVM does not "
-                      "know (a record of another TVM version)")
-    key = json.dumps(target, sort_keys=True)
-    if key not in targets:
-        try:
-            built = compat.target_from_json(target)
-            targets[key] = (built, str(built))
-        except Exception as err:  # TVM's own error types: unknown kind or attribute
-            targets[key] = (None, f"its target cannot be read ({_last_line(err)})")
-    built, target_text = targets[key]
-    if built is None:
-        return None, target_text
-    return _Record(number, shash, workload, body, built, target_text), ""
-
-
-_INSTRUCTIONS: dict[str, bool] = {}
-
-
-def _known_instruction(inst: Any) -> bool:
-    """Whether a trace's instruction ``[kind, inputs, attrs, outputs]`` names a kind this TVM
-    has registered (each kind name asked once)."""
-    if not isinstance(inst, list) or not inst or not isinstance(inst[0], str):
-        return False
-    name = inst[0]
-    if name not in _INSTRUCTIONS:
-        try:
-            compat.tir_schedule.InstructionKind.get(name)
-            _INSTRUCTIONS[name] = True
-        except Exception:  # TVM raises AttributeError (a failed check) for an unknown kind
-            _INSTRUCTIONS[name] = False
-    return _INSTRUCTIONS[name]
-
-
-def _last_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[-1] if lines else type(err).__name__
-
-
 def _report(skipped: dict[tuple[Path, str], list[int]], names: dict[Path, Path] | None = None,
             stacklevel: int = 3) -> tuple[str, ...]:
     """Warn of the skipped records (a bundle's files named by the bundle, through ``names``)."""
@@ -224,7 +91,7 @@ def _report(skipped: dict[tuple[Path, str], list[int]], names: dict[Path, Path] 
     return tuple(out)
 
 
-def _task_names(work_dir: Path, source: _Source) -> dict[str, int]:
+def _task_names(work_dir: Path, source: Source) -> dict[str, int]:
     """Task name -> workload hash of a work dir (names from its logs, as ``Run`` reads them)."""
     with warnings.catch_warnings():  # the same torn lines are reported by the merge
         warnings.simplefilter("ignore", MsvizWarning)
@@ -309,7 +176,7 @@ def _merge(sources: list[Path], out: Path, keep: Any, names: dict[Path, Path]) -
     duplicates = other = 0
     targets: dict[str, int] = {}
     for work_dir in sources:
-        source = _read_source(work_dir, skipped)
+        source = read_source(work_dir, skipped)
         for name, shash in _task_names(work_dir, source).items():
             first = named.setdefault(name, (shash, work_dir))
             if first[0] != shash:
@@ -412,7 +279,7 @@ def database(work_dir: str | Path, *, target: Any = None, top_k: int | None = 1)
     check_work_dir(work_dir)
     keep = _target_filter(target)
     skipped: dict[tuple[Path, str], list[int]] = {}
-    source = _read_source(work_dir, skipped)
+    source = read_source(work_dir, skipped)
     matching = [r for r in source.records if keep(r.target_text, r.target)]
     if target is not None and not matching:
         _report(skipped)
@@ -434,7 +301,7 @@ def database(work_dir: str | Path, *, target: Any = None, top_k: int | None = 1)
             compat.register_intrins_for(rec.body)
             record = compat.tuning_record_from_json(rec.body, rec.workload)
         except Exception as err:  # TVM's own error types: a trace it cannot replay
-            why = f"its trace cannot be read ({_last_line(err)})"
+            why = f"its trace cannot be read ({last_line(err)})"
             skipped.setdefault((record_path, why), []).append(rec.line)
             continue
         db.commit_tuning_record(compat.TuningRecord(
@@ -444,7 +311,7 @@ def database(work_dir: str | Path, *, target: Any = None, top_k: int | None = 1)
     return db
 
 
-def _fastest(records: list[_Record], top_k: int | None) -> list[_Record]:
+def _fastest(records: list[Record], top_k: int | None) -> list[Record]:
     """The ``top_k`` fastest valid records of each workload (all records when None), in file
     order. Valid as ``TuningRecord::IsValid``: some run_secs is not the 1e10 failure mark and
     the trace holds a schedule instruction; ranked by the mean as ``GetTopK`` ranks."""
