@@ -22,7 +22,6 @@ from typing import Any
 
 from msviz import compat
 from msviz.archive.sidecar_writer import SidecarWriter
-from msviz.bench.draws import DEFAULT_DRAWS
 from msviz.bench.model_profile import profile_draws
 from msviz.engine.config import SessionConfig
 from msviz.engine.control import (
@@ -403,7 +402,6 @@ class Worker:
         tuned build; kept in the sidecar so ``msviz.open(work_dir)`` (its dashboard and
         report) has it too; emits ``end_to_end`` (and ``model_profile``)."""
         model, tasks, seed = self.model, self.tasks, self.config.seed
-        draws = DEFAULT_DRAWS if draws is None else draws
         data, calls, database = check_model_end_to_end(model, tasks, self.work_dir,
                                                        self.config.target, seed=seed,
                                                        draws=draws)

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from msviz import compat
+from msviz.bench import draws as draws_mod
 from msviz.bench.draws import DEFAULT_DRAWS
 from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_model
@@ -54,10 +55,12 @@ def check_trial(trial: Any, *, inputs: Any = None, rtol: float | None = None,
 
 
 def check_model_end_to_end(model: Any, tasks: Sequence[Any], work_dir: Any, target: Any, *,
-                           seed: int, draws: int) -> tuple[dict, Any, Any]:
+                           seed: int, draws: int | None) -> tuple[dict, Any, Any]:
     """A model compiled with the work dir's database and without, both run on the same random
-    inputs, compared and timed in ``draws`` fresh processes that also profile the tuned build
+    inputs, compared and timed in ``draws`` fresh processes (None:
+    :data:`msviz.bench.draws.DEFAULT_DRAWS`, read now) that also profile the tuned build
     (:func:`msviz.bench.model_check.run_check`), under the lock."""
+    draws = draws_mod.DEFAULT_DRAWS if draws is None else draws
     with MEASURING_LOCK:
         return run_check(model, tasks, work_dir, target, seed=seed, draws=draws,
                          profile_runs=PROFILE_RUNS)
