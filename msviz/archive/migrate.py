@@ -17,8 +17,8 @@ from typing import Any
 
 from msviz import compat
 from msviz.archive.writer import output_dir
-from msviz.compat import s_tir_rename as rules
 from msviz.errors import MsvizWarning, WorkDirError
+from msviz.records import s_tir_rename as rules
 from msviz.records.run import Run
 
 __all__ = ["MigrationReport", "migrate_work_dir", "parse_workload_flags"]

@@ -4,7 +4,7 @@ On small shared machines a build's speed is bimodal from one process to the next
 times ~1x in one fresh process and ~2x in the next, and stays so for that process's life. One
 process's timing can then be off by 2x; the least of a few fresh processes is not (the benchmarks
 take it the same way). :func:`run_draws` exports the builds once (``export_library``), saves the
-inputs, and runs :mod:`msviz.compat.draw_jobs` as a script in ``draws`` fresh Python processes,
+inputs, and runs :mod:`msviz.bench.draw_jobs` as a script in ``draws`` fresh Python processes,
 one after the other (never two at once: they would share the cores); each loads the builds and
 runs the same list of jobs, and hands back their results as JSON:
 
@@ -36,8 +36,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from msviz.compat import draw_jobs
-from msviz.compat.draw_jobs import NOOP_CALL, TIMING_BUDGET_S, time_calls, timing_runs
+from msviz.bench import draw_jobs
+from msviz.bench.draw_jobs import NOOP_CALL, TIMING_BUDGET_S, time_calls, timing_runs
 
 __all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "NOOP_CALL", "SLOW_FACTOR", "TIMING_BUDGET_S",
            "DrawError", "check_draws", "run_draws", "time_calls", "timing_runs"]

@@ -27,7 +27,6 @@ from msviz.compat.aliases import (
     tuning_record_from_json,
     zero_tile_decision,
 )
-from msviz.compat.figure_widgets import shown_layout, unvalidated_figure_widget
 from msviz.compat.intrinsics import (
     INTRIN_FEATURES,
     INTRIN_INSTRUCTIONS,
@@ -100,6 +99,7 @@ from msviz.compat.target import (
     kernel_threads,
     make_target,
     set_kernel_threads,
+    target_kind_options,
     use_host_cores,
 )
 
@@ -171,13 +171,13 @@ __all__ = [
     "sblocks",
     "set_kernel_threads",
     "set_tracker_timeout",
-    "shown_layout",
     "stmt_functor",
     "stock_vnni_impl",
     "structural_equal",
     "structural_hash",
     "target_from_json",
     "target_has_features",
+    "target_kind_options",
     "te",
     "te_workload",
     "tensor",
@@ -192,7 +192,6 @@ __all__ = [
     "tvm_device",
     "tvm_ffi_version",
     "tvm_version",
-    "unvalidated_figure_widget",
     "use_host_cores",
     "vnni_needs_fix",
     "worker_process",

@@ -201,6 +201,17 @@ def check_llvm_cpu(target: tvm.target.Target) -> tvm.target.Target:
         "`llc -mcpu=help`.")
 
 
+def target_kind_options(kind: str) -> Any:
+    """The options the pinned TVM's target kind ``kind`` knows (a mapping keyed by option name).
+
+    Raises
+    ------
+    Exception
+        Whatever TVM raises for a target kind it does not have.
+    """
+    return tvm.target.TargetKind.options_from_name(kind)
+
+
 class HostCPU(NamedTuple):
     """What LLVM and the operating system say about this machine's CPU.
 

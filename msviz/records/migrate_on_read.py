@@ -4,9 +4,9 @@
 use ``GetBlock`` (TVM <= 0.23) or its workloads cannot be loaded by the pinned TVM, it returns a
 :class:`Migration` that stands in for the old files in memory: each workload rebuilt (from the
 TVMScript the per-task log printed, migrated; or from the workload the caller names), each
-record's trace and target rewritten as :mod:`msviz.compat.s_tir_rename` says. Records that cannot be
-migrated are left out, with a warning naming their lines. :mod:`msviz.archive.migrate` writes
-the migrated records as a new stock work dir.
+record's trace and target rewritten as :mod:`msviz.records.s_tir_rename` says. Records that
+cannot be migrated are left out, with a warning naming their lines.
+:mod:`msviz.archive.migrate` writes the migrated records as a new stock work dir.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.compat import s_tir_rename as rules
 from msviz.errors import MsvizWarning, WorkDirError
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
+from msviz.records import s_tir_rename as rules
 
 __all__ = ["Migration", "migrate_on_read"]
 

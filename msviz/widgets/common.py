@@ -16,8 +16,8 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
-from msviz.compat.figure_widgets import unvalidated_figure_widget
 from msviz.views._plotly_imports import go, pio
+from msviz.widgets.figure_widgets import unvalidated_figure_widget
 
 __all__ = ["ErrorArea", "ErrorGuard", "Selection", "code_html", "figure_widget", "layout_leaves",
            "replace_figure"]

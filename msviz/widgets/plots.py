@@ -10,12 +10,12 @@ from typing import Any
 
 import ipywidgets as W
 
-from msviz import compat
 from msviz.trace.spaces import trial_decisions
 from msviz.views import best_so_far_figure, best_so_far_info
 from msviz.views import plots as P
 from msviz.views.common import quiet_empty
 from msviz.widgets.common import ErrorArea, figure_widget, layout_leaves, replace_figure
+from msviz.widgets.figure_widgets import shown_layout
 
 __all__ = ["PlotPanel", "show_figure"]
 
@@ -33,7 +33,7 @@ def show_figure(widget: Any, fig: Any) -> None:
     """
     # the widget's own layout dict, read without the deep copy of to_plotly_json() (its
     # template alone is over a thousand dicts): layout_leaves only reads it
-    shown = compat.shown_layout(widget)
+    shown = shown_layout(widget)
     if not isinstance(shown, dict):
         shown = widget.layout.to_plotly_json()
     stale = set(layout_leaves(shown)) - set(layout_leaves(fig.layout.to_plotly_json()))

@@ -2,8 +2,10 @@
 the builds and inputs a spec names and runs its jobs (see :mod:`msviz.bench.draws`).
 
 This file runs as a script (``draw_jobs.py SPEC OUT``) and imports TVM and numpy only, not msviz:
-a fresh process costs about a second of imports, msviz would double it. It lives in
-:mod:`msviz.compat` because it is TVM runtime code (the Relax VM, its instrument hook).
+a fresh process costs about a second of imports, msviz would double it. So it imports ``tvm``
+itself (the Relax VM, its instrument hook) rather than through :mod:`msviz.compat`; it lives
+beside its one user, :mod:`msviz.bench.draws` (tests/test_layers.py lets a child script that
+imports no msviz import ``tvm``).
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    # run as a script: its own folder (msviz/compat) is not a package root
+    # run as a script: its own folder (msviz/bench) is not a package root
     if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
         del sys.path[0]
     sys.exit(main(sys.argv[1:]))

@@ -1,10 +1,10 @@
-"""The rewrite rules of msviz.compat.s_tir_rename, on hand-written old records."""
+"""The rewrite rules of msviz.records.s_tir_rename, on hand-written old records."""
 
 from __future__ import annotations
 
 import pytest
 
-from msviz.compat import s_tir_rename as migrate
+from msviz.records import s_tir_rename as migrate
 
 OLD_TRACE = [
     [

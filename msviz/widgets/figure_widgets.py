@@ -1,5 +1,7 @@
-"""Reads of plotly's and ipywidgets' internals: each says which public API is missing. This
-module imports neither (the widget's class comes from the caller)."""
+"""Reads of the internals of plotly's ``FigureWidget`` (an ipywidgets widget), the one module
+of msviz outside :mod:`msviz.compat` that reads a third-party internal: each says which public
+API is missing. It lives with its users, the widgets; it imports neither plotly nor ipywidgets
+(the widget's class comes from the caller)."""
 
 from __future__ import annotations
 

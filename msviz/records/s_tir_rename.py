@@ -19,6 +19,10 @@ What is rewritten:
 What cannot be: a trace using an instruction the pinned TVM dropped
 (:data:`REMOVED_INSTRUCTIONS`) or an attribute that embeds an old JSON graph
 (:data:`GRAPH_ATTRS`); :func:`migrate_trace_json` raises :class:`MigrationError` naming it.
+
+The tables are plain data (JSON and TVMScript text rewritten), kept beside their readers
+(:mod:`msviz.records.migrate_on_read`) and writer (:mod:`msviz.archive.migrate`); what the
+pinned TVM itself knows (a target kind's options) is asked of :mod:`msviz.compat`.
 """
 
 from __future__ import annotations
@@ -28,8 +32,7 @@ import json
 import re
 from typing import Any
 
-import tvm
-
+from msviz.compat import target_kind_options
 from msviz.errors import MsvizError
 
 __all__ = [
@@ -177,7 +180,7 @@ def migrate_target(target_json: Any) -> tuple[Any, list[str]]:
     if not isinstance(target_json, dict) or not isinstance(target_json.get("kind"), str):
         raise MigrationError(f"target {str(target_json)[:80]} is not a dict with a kind")
     try:
-        known = tvm.target.TargetKind.options_from_name(target_json["kind"])
+        known = target_kind_options(target_json["kind"])
     except Exception:
         raise MigrationError(
             f"target kind {target_json['kind']!r} is unknown to the pinned TVM"
