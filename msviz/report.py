@@ -35,6 +35,7 @@ from msviz.views.coverage import (
     library_trials,
     library_trials_text,
 )
+from msviz.views.end_to_end import end_to_end_html
 from msviz.views.history import SMALL_MULTIPLES_FROM
 from msviz.views.importance import importance_figure, importance_html
 from msviz.views.model_profile import (
@@ -132,7 +133,7 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
         parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js))
         plotly_js = False
     if latency.end_to_end is not None:
-        parts.append(model_views.end_to_end_html(latency.end_to_end))
+        parts.append(end_to_end_html(latency.end_to_end))
     profile = recorded_model_profile(run)
     if profile is not None:
         info_profile = model_profile_info(profile)

@@ -22,7 +22,7 @@ Two checks, the cheap one on every measured record, the costly one on the candid
   (told from the line's JSON, before TVM sees it), or tile factors that do not multiply to the
   loop's extent (TVM's load of the trace replays it and keeps only tiles that do; a stock
   record's decisions are what its replay returned, so TVM keeps them all). The reasons are
-  :func:`msviz.trace.sites.out_of_range`'s, the validation ``with_decisions`` uses. Loading
+  :func:`msviz.trace.sampling.out_of_range`'s, the validation ``with_decisions`` uses. Loading
   a trace costs milliseconds, so only the record that would be the best of each task is
   checked; when it is flagged, the next one is, until one holds.
 """
@@ -40,7 +40,7 @@ from msviz import compat
 from msviz.errors import MsvizWarning
 from msviz.records.database import RecordColumns, read_record_json
 from msviz.records.row import mean_run_secs, valid_run_secs
-from msviz.trace.sites import out_of_range
+from msviz.trace.sampling import out_of_range
 
 __all__ = ["IMPOSSIBLE", "PEAK_FLOPS_PER_CORE", "PEAK_FLOPS_PER_DEVICE", "UNKNOWN_CORES",
            "fail_impossible", "find_impossible", "impossible_decision", "peak_flops",
@@ -124,7 +124,7 @@ def impossible_decision(trace_json: Any, loaded: Callable[[], Any]) -> str:
     """Why a record's trace cannot hold one of its decisions (empty when it can, or when that
     cannot be told: only what is certain flags a record).
 
-    The recorded decisions are checked as :func:`msviz.trace.sites.out_of_range` checks a
+    The recorded decisions are checked as :func:`msviz.trace.sampling.out_of_range` checks a
     site's: first from the JSON alone (a tile's factor below 1 or a wrong number of factors,
     a categorical index outside its candidates: what TVM cannot replay, or divides by), then
     each tile's factors against the loop's extent, which the trace TVM loads tells: TVM's

@@ -5,11 +5,11 @@ from msviz.trace.code import compile_cuda, generated_source, lowered_tir, tvmscr
 from msviz.trace.diff import script_diff, side_by_side_html, trace_diff
 from msviz.trace.replay import Replay, default_postprocs, with_decisions
 from msviz.trace.rows import ROW_COLUMNS, rv_names, trace_python, trace_rows
+from msviz.trace.sampling import perfect_tiles
 from msviz.trace.sites import (
     DecisionSite,
     decision_sites,
     design_space_sizes,
-    perfect_tiles,
     sites_frame,
     space_size,
 )

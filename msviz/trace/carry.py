@@ -7,7 +7,7 @@ A tuning library holds the best traces of a workload at one shape (a conv at 56x
 (the blocks and loops have the same names), but a tile's factors no longer multiply to the new
 loop extent, and a compute location may no longer be legal. :func:`carry_trace` replays the
 trace as :func:`msviz.trace.replay.apply_trace` does, and from the ``decision_provider`` hook
-of ``Trace.apply_to_schedule`` asks :func:`msviz.trace.sites.site_info` for each sampling
+of ``Trace.apply_to_schedule`` asks :func:`msviz.trace.sampling.site_info` for each sampling
 instruction's valid choices at that point of the replay; a decision outside them becomes
 :func:`nearest_choice`. Then the postprocs run, as MetaSchedule applies them to a candidate.
 
@@ -37,7 +37,8 @@ from typing import Any, NamedTuple
 from msviz.trace.replay import apply_trace, default_postprocs
 from msviz.trace.replay_errors import tvm_summary
 from msviz.trace.rows import decision_value, is_sampling
-from msviz.trace.sites import EDITABLE_KINDS, site_info
+from msviz.trace.sampling import site_info
+from msviz.trace.sites import EDITABLE_KINDS
 from msviz.trace.source import fresh_schedule, resolve_mod, resolve_trace
 
 __all__ = ["Carry", "carry_trace", "nearest_choice"]
@@ -200,7 +201,7 @@ def carry_trace(trace: Any, mod: Any, postprocs: Any, *, seed: int | None = None
     -------
     carry : Carry
         ``schedule`` (postprocs applied), ``adjusted`` (positions of the decisions that were
-        mapped with :func:`nearest_choice`, at the choices :func:`msviz.trace.sites.site_info`
+        mapped with :func:`nearest_choice`, at the choices :func:`msviz.trace.sampling.site_info`
         computes at that point of the replay), ``error``. Every decision still valid on
         ``mod`` is kept as it is; sampling kinds msviz cannot enumerate keep theirs too. An
         instruction or postproc that fails gives ``Carry(None, adjusted so far, error)``: a

@@ -22,7 +22,8 @@ from msviz import compat
 from msviz.errors import DecisionError
 from msviz.trace.replay_errors import decision_error, replay_error, tvm_summary
 from msviz.trace.rows import decision_value, is_sampling
-from msviz.trace.sites import EDITABLE_KINDS, DecisionSite, site_info
+from msviz.trace.sampling import site_info
+from msviz.trace.sites import EDITABLE_KINDS, DecisionSite
 from msviz.trace.source import fresh_schedule, resolve_trace, target_of
 
 __all__ = [
@@ -97,7 +98,7 @@ def check_edit(index: int, kind: str, value: Any, info: dict) -> Any:
     value : Any
         The decision the user gave.
     info : dict
-        :func:`msviz.trace.sites.site_info` of the instruction at this point of the replay.
+        :func:`msviz.trace.sampling.site_info` of the instruction at this point of the replay.
 
     Raises
     ------

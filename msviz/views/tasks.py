@@ -1,5 +1,5 @@
 """The model view: MetaSchedule's per-task table with the scheduler's gradients, the estimated
-model latency over the run, trials per task, and the end-to-end check.
+model latency over the run, trials per task (the end-to-end check: :mod:`msviz.views.end_to_end`).
 
 A model's tasks come from the session's ``tasks`` event (a list of dicts: ``index``, ``name``,
 ``flop``, ``weight``, ...) or from ``Run.tasks`` (a finished work dir); the numbers come from
@@ -20,7 +20,6 @@ The same concept read: :mod:`msviz.records.tasks`.
 
 from __future__ import annotations
 
-import html
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,16 +32,14 @@ from msviz.errors import MsvizWarning
 from msviz.records import quality as Q
 from msviz.views._plotly_imports import go
 from msviz.views.common import log_axis, note_figure, step_points
+from msviz.views.end_to_end import EndToEndInfo, end_to_end_info
 from msviz.views.history import SMALL_MULTIPLES_FROM, trial_seconds
 
 __all__ = [
     "TASK_TABLE_COLUMNS",
-    "EndToEndInfo",
     "ModelLatencyInfo",
     "TaskTrials",
     "TasksInfo",
-    "end_to_end_html",
-    "end_to_end_info",
     "model_latency_figure",
     "model_latency_info",
     "task_trials_figure",
@@ -77,24 +74,6 @@ class TaskTrials(NamedTuple):
     trial: tuple[int, ...]  # the run's 0-based trial number of each of the task's trials
     seconds: tuple[float, ...]  # wall time since the run's first trial (NaN if unknown)
     count: tuple[int, ...]  # 1, 2, 3...
-
-
-class EndToEndInfo(NamedTuple):
-    """The compiled model run untuned and tuned on the same random inputs."""
-
-    untuned_us: float | None
-    tuned_us: float | None
-    speedup: float | None  # untuned / tuned
-    match: bool | None  # outputs equal within tolerance
-    max_abs_diff: float | None
-    fallback: tuple[str, ...]  # tasks with no tuned record: their untuned kernel was used
-    error: str | None
-    # the times are the least of this many fresh processes (a check recorded before: one)
-    draws: int = 1
-    untuned_spread: float | None = None  # the slowest draw over the least
-    tuned_spread: float | None = None
-    # the draws (0-based) in which both builds ran in the machine's slow mode
-    slow_draws: tuple[int, ...] = ()
 
 
 class ModelLatencyInfo(NamedTuple):
@@ -248,25 +227,6 @@ def tasks_info(tasks: Any, trials: pd.DataFrame | None, scheduled: Any = None, *
     known = bool(n) and math.isfinite(total)
     return TasksInfo(frame, pick, _get(scheduled, "scheduler"), _get(scheduled, "reason"),
                      total if known else None, untuned if known else 0)
-
-
-def end_to_end_info(event: Any) -> EndToEndInfo:
-    """The end-to-end result of an ``end_to_end`` event (or its data as a dict): each time the
-    least of its draws (fresh processes; :func:`msviz.bench.model_check.check_model`) and their
-    spread, one draw for a check recorded before there were draws."""
-    untuned, tuned = _get(event, "untuned_us"), _get(event, "tuned_us")
-    speedup = untuned / tuned if untuned is not None and tuned else None
-    diff = _get(event, "max_abs_diff")
-    return EndToEndInfo(
-        _float(untuned), _float(tuned), speedup, _get(event, "match"), _float(diff),
-        tuple(str(n) for n in _get(event, "fallback") or ()), _get(event, "error"),
-        int(_get(event, "draws") or 1), _float(_get(event, "untuned_spread")),
-        _float(_get(event, "tuned_spread")),
-        tuple(int(i) for i in _get(event, "slow_draws") or ()))
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 def model_latency_info(tasks: Any, trials: pd.DataFrame, end_to_end: Any = None, *,
@@ -438,36 +398,3 @@ def _trials_heat_map(fig: Any, info: ModelLatencyInfo, x: str) -> Any:
         yaxis={"title": None, "autorange": "reversed", "automargin": True,
                "tickfont": {"size": 10}})
     return fig
-
-
-def end_to_end_html(info: EndToEndInfo | None) -> str:
-    """The end-to-end result in one line ("" before there is one)."""
-    if info is None:
-        return ""
-    if info.error:
-        return (f"<div class='msviz-e2e' style='color:#b00020'><b>End to end</b>: "
-                f"{html.escape(info.error)}</div>")
-    parts = []
-    if info.untuned_us is not None:
-        parts.append(f"untuned {info.untuned_us:.3f} µs")
-    if info.tuned_us is not None:
-        parts.append(f"tuned {info.tuned_us:.3f} µs")
-    if info.speedup is not None:
-        parts.append(f"speed-up {info.speedup:.2f}x")
-    if info.draws > 1:  # a process can run ~2x slow for its whole life on a shared machine
-        spreads = [f"{name} {value:.2f}x" for name, value in (
-            ("untuned", info.untuned_spread), ("tuned", info.tuned_spread)) if value is not None]
-        parts.append(f"least of {info.draws} fresh processes"
-                     + (f" (spread: {', '.join(spreads)})" if spreads else ""))
-        if info.slow_draws:
-            which = ", ".join(str(i + 1) for i in info.slow_draws)
-            parts.append(f"process{'es' if len(info.slow_draws) > 1 else ''} {which} ran in "
-                         "the machine's slow mode (both builds slower together)")
-    if info.match is not None:
-        parts.append("outputs match" if info.match else
-                     f"<b style='color:#b00020'>outputs differ</b> (max |diff| "
-                     f"{info.max_abs_diff:.3g})")
-    if info.fallback:
-        parts.append("untuned kernels (no tuned record): "
-                     + ", ".join(html.escape(n) for n in info.fallback))
-    return f"<div class='msviz-e2e'><b>End to end</b>: {' · '.join(parts)}</div>"

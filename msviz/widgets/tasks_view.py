@@ -26,6 +26,7 @@ from msviz.views import model_profile as P
 from msviz.views import quality as Q
 from msviz.views import tasks as V
 from msviz.views.common import quiet_empty
+from msviz.views.end_to_end import end_to_end_html, end_to_end_info
 from msviz.widgets.common import ErrorArea, Selection, figure_widget
 from msviz.widgets.plots import show_figure
 
@@ -231,8 +232,8 @@ class TasksView(W.VBox):
                 self.focus.value = keep
         self._draw_library()  # first: the table shows each task's match
         self._draw_table()
-        self.end_to_end.value = V.end_to_end_html(
-            None if data["end_to_end"] is None else V.end_to_end_info(data["end_to_end"]))
+        self.end_to_end.value = end_to_end_html(
+            None if data["end_to_end"] is None else end_to_end_info(data["end_to_end"]))
         self._draw_model_profile()
         self._draw_forecast()
         self._draw_figures()

@@ -360,7 +360,7 @@ def test_end_to_end_view_shows_the_least_and_the_spread() -> None:
     """The Tasks tab's and the report's end-to-end line, from a check of three draws and
     from one recorded before there were draws."""
     from msviz.bench.model_check import end_to_end_times
-    from msviz.views.tasks import EndToEndInfo, end_to_end_html, end_to_end_info
+    from msviz.views.end_to_end import EndToEndInfo, end_to_end_html, end_to_end_info
 
     data = {"match": True, "max_abs_diff": 0.0, "fallback": [], "error": None,
             **end_to_end_times([{"untuned_us": 100.0, "tuned_us": 20.0},

@@ -20,7 +20,7 @@ from msviz.trace import (
     space_size,
     with_decisions,
 )
-from msviz.trace.sites import out_of_range, tvm_tile
+from msviz.trace.sampling import out_of_range, tvm_tile
 
 
 def brute_force_tiles(extent: int, n: int, max_inner: int) -> set[tuple[int, ...]]:

@@ -11,7 +11,8 @@ import pytest
 
 from msviz.errors import MsvizWarning
 from msviz.views import tasks as V
-from msviz.views.tasks import EndToEndInfo, ModelLatencyInfo, TasksInfo, TaskTrials
+from msviz.views.end_to_end import EndToEndInfo, end_to_end_info
+from msviz.views.tasks import ModelLatencyInfo, TasksInfo, TaskTrials
 
 NAN = math.nan
 #: A model of three tasks (as the ``tasks`` event lists them); ``dense`` occurs twice.
@@ -183,7 +184,7 @@ def test_no_trials_warns_and_still_draws() -> None:
 
 
 def test_end_to_end_failure() -> None:
-    info = V.end_to_end_info({"untuned_us": 90.0, "tuned_us": None, "match": None,
+    info = end_to_end_info({"untuned_us": 90.0, "tuned_us": None, "match": None,
                               "max_abs_diff": None, "fallback": [], "error": "build failed"})
     assert info == EndToEndInfo(90.0, None, None, None, None, (), "build failed")
 
