@@ -9,13 +9,27 @@ when the log holds exactly as many entries as the task has records.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from msviz import compat
 from msviz.records import logs as log_files
 
-__all__ = ["logged_per_record", "task_trials", "tie_logs_by_script"]
+__all__ = ["TaskTies", "logged_per_record", "task_trials", "tie_logs_by_script", "tie_tasks"]
+
+
+class TaskTies(NamedTuple):
+    """Each used workload's task, as the logs name it (:func:`tie_tasks`)."""
+
+    names: dict[int, str]  # workload index -> task name
+    weights: dict[int, float]
+    log_trials: dict[int, list[log_files.LogTrial]]  # its per-task log's entries
+    task_ids: dict[int, int]  # the task's id in the scheduler's table
+    done: dict[int, bool]
+    task_table: list[log_files.LogTask]  # the task table MetaSchedule logged last
+    total_latency_us: float | None
 
 
 def tie_logs_by_script(files: dict[int, log_files.TaskLog], used: set[int],
@@ -73,3 +87,55 @@ def logged_per_record(workloads: Sequence[int], log_trials: dict[int, list[log_f
     aligned = {w: entries for w, entries in log_trials.items() if len(entries) == counts.get(w)}
     return [aligned[w][k] if w in aligned else None
             for w, k in zip(workloads, task_trials(workloads))]
+
+
+def tie_tasks(logs_dir: Path, used: list[int], flops: dict[int, float], workloads: Sequence[Any],
+              workload_mod: Callable[[int], Any]) -> TaskTies:
+    """Names, weights and log entries of the ``used`` workloads (their FLOPs: ``flops``).
+
+    A per-task log is tied to its workload by the log file's task name and the workload it
+    prints first (its structural hash is the workload's key in the database); FLOP counts
+    tie only what that leaves over (two tasks can share a FLOP count: ``matmul`` and
+    ``matmul1`` of a model, say).
+    """
+    scheduler = (log_files.read_scheduler_table(logs_dir) if logs_dir.is_dir()
+                 else log_files.TaskTable([], None, None))
+    table = scheduler.rows
+    files = log_files.read_task_log_files(logs_dir) if logs_dir.is_dir() else {}
+    by_id = {t.id: t for t in table}
+    names: dict[int, str] = {}
+    weights: dict[int, float] = {}
+    log_trials: dict[int, list[log_files.LogTrial]] = {}
+    task_ids: dict[int, int] = {}
+    done: dict[int, bool] = {}
+
+    def tie(w: int, task_id: int, name: str, weight: float | None) -> None:
+        names[w], task_ids[w] = name, task_id
+        if weight is not None:
+            weights[w] = weight
+        if task_id in by_id:
+            done[w] = by_id[task_id].done
+        if task_id in files:
+            log_trials[w] = log_files.read_task_trials(files[task_id].path)
+
+    ties = tie_logs_by_script(files, set(used), workloads, workload_mod)
+    for task_id, w in ties.items():
+        row = by_id.get(task_id)
+        tie(w, task_id, row.name if row else files[task_id].name, row.weight if row else None)
+    unmatched = [t for t in table if t.id not in task_ids.values()]
+    if not table and len(used) == 1 and len(files) == 1 and used[0] not in names:
+        (log,) = files.values()
+        unmatched = [log_files.LogTask(log.id, log.name, flops[used[0]], 1.0, 0)]
+    for w in used:  # what the names left over: by FLOP count, in order
+        if w in names:
+            continue
+        hit = next(
+            (t for t in unmatched if len(used) == 1 or math.isclose(t.flop, flops[w])), None
+        )
+        if hit is None:
+            names[w] = "main" if len(used) == 1 else f"workload_{w}"
+            continue
+        unmatched.remove(hit)
+        tie(w, hit.id, hit.name, hit.weight)
+    return TaskTies(names, weights, log_trials, task_ids, done, table,
+                    scheduler.total_latency_us)

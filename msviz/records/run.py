@@ -226,60 +226,17 @@ class Run:
         return sorted(set(self._records.workload))
 
     def _read_logs(self) -> tuple[dict[int, str], dict[int, float], dict[int, float], dict]:
-        """Names, FLOPs, weights and log entries per workload.
-
-        A per-task log is tied to its workload by the log file's task name and the workload it
-        prints first (its structural hash is the workload's key in the database); FLOP counts
-        tie only what that leaves over (two tasks can share a FLOP count: ``matmul`` and
-        ``matmul1`` of a model, say).
-        """
+        """Names, FLOPs, weights and log entries per workload (:func:`log_ties.tie_tasks`)."""
         used = self._used_workloads()
         flops = {w: flop_count(self.workload_mod(w)) for w in used}
-        logs_dir = self.work_dir / "logs"
-        scheduler = (log_files.read_scheduler_table(logs_dir) if logs_dir.is_dir()
-                     else log_files.TaskTable([], None, None))
-        table = scheduler.rows
-        files = log_files.read_task_log_files(logs_dir) if logs_dir.is_dir() else {}
-        self._task_rows = table
-        self.task_table = pd.DataFrame([t._asdict() for t in table], columns=LOG_TASK_COLUMNS)
-        self.total_latency_us = scheduler.total_latency_us
-        by_id = {t.id: t for t in table}
-        names: dict[int, str] = {}
-        weights: dict[int, float] = {}
-        log_trials: dict[int, list[log_files.LogTrial]] = {}
-        self._task_ids: dict[int, int] = {}
-        self._done: dict[int, bool] = {}
-
-        def tie(w: int, task_id: int, name: str, weight: float | None) -> None:
-            names[w], self._task_ids[w] = name, task_id
-            if weight is not None:
-                weights[w] = weight
-            if task_id in by_id:
-                self._done[w] = by_id[task_id].done
-            if task_id in files:
-                log_trials[w] = log_files.read_task_trials(files[task_id].path)
-
-        ties = log_ties.tie_logs_by_script(files, set(used), self._workloads,
-                                            self.workload_mod)
-        for task_id, w in ties.items():
-            row = by_id.get(task_id)
-            tie(w, task_id, row.name if row else files[task_id].name, row.weight if row else None)
-        unmatched = [t for t in table if t.id not in self._task_ids.values()]
-        if not table and len(used) == 1 and len(files) == 1 and used[0] not in names:
-            (log,) = files.values()
-            unmatched = [log_files.LogTask(log.id, log.name, flops[used[0]], 1.0, 0)]
-        for w in used:  # what the names left over: by FLOP count, in order
-            if w in names:
-                continue
-            hit = next(
-                (t for t in unmatched if len(used) == 1 or math.isclose(t.flop, flops[w])), None
-            )
-            if hit is None:
-                names[w] = "main" if len(used) == 1 else f"workload_{w}"
-                continue
-            unmatched.remove(hit)
-            tie(w, hit.id, hit.name, hit.weight)
-        return names, flops, weights, log_trials
+        ties = log_ties.tie_tasks(self.work_dir / "logs", used, flops, self._workloads,
+                                  self.workload_mod)
+        self._task_rows = ties.task_table
+        self.task_table = pd.DataFrame([t._asdict() for t in ties.task_table],
+                                       columns=LOG_TASK_COLUMNS)
+        self.total_latency_us = ties.total_latency_us
+        self._task_ids, self._done = ties.task_ids, ties.done
+        return ties.names, flops, ties.weights, ties.log_trials
 
     # -- tables ---------------------------------------------------------------------------------
 
