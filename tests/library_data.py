@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import msviz
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.records.coverage_types import Coverage, TaskCoverage, coverage_to_dict
-from msviz.records.sidecar import SidecarWriter
 
 #: One task of each kind of match, in MATCHES order; untuned 10, 20 (weight 2), 30, 40 µs:
 #: the model untuned 120 µs, from the library alone 2.5 + 2 x 4 + 30 + 40 = 80.5 µs, the exact

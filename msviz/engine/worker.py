@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.bench import draws as check_draws_mod
 from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_draws
@@ -47,7 +48,7 @@ from msviz.errors import MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND
 from msviz.records.profile import stage_groups
 from msviz.records.quality import QUALITY_KIND, UNTUNED_KIND, model_estimate, recorded_untuned
-from msviz.records.sidecar import SidecarWriter, read_sidecar
+from msviz.records.sidecar import read_sidecar
 from msviz.space_generator.generate import design_spaces_and_warnings
 from msviz.space_generator.rules import RuleSet
 

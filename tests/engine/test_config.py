@@ -14,12 +14,13 @@ import tvm
 
 import msviz
 from msviz import compat
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.engine import Session
 from msviz.engine.config import SessionConfig
 from msviz.engine.environment import config_of, environment_of
 from msviz.engine.search.presets import SearchKnobs
 from msviz.records.environment import environments, rules_to_json
-from msviz.records.sidecar import SidecarWriter, read_sidecar
+from msviz.records.sidecar import read_sidecar
 from msviz.space_generator import RuleSet
 
 ROOT = Path(__file__).resolve().parents[2] / "msviz"

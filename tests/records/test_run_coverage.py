@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 import msviz
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.errors import MsvizWarning
 from msviz.records import row as trial_row
 from msviz.records.coverage_types import coverage_to_dict
-from msviz.records.sidecar import SidecarWriter, merge_sidecar
+from msviz.records.sidecar import merge_sidecar
 from msviz.views.tables import trial_page_info
 from tests.library_data import CARRIED, COVERAGE, COVERAGE_UNTIMED, library_work_dir
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.errors import MsvizWarning
 from msviz.records.sidecar import (
     SIDECAR_COLUMNS,
     SIDECAR_FILE,
-    SidecarWriter,
     merge_sidecar,
     read_sidecar,
 )

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msviz import compat
+from msviz.archive.sidecar_writer import SidecarWriter
 from msviz.engine.measure import callbacks
 from msviz.engine.measure.check import ResultChecker
 from msviz.engine.measure.measurer import Measurer
@@ -47,7 +48,7 @@ from msviz.engine.task_scheduler.workdir import (
 from msviz.errors import MsvizError
 from msviz.records import database as db_files
 from msviz.records import row
-from msviz.records.sidecar import QUARANTINE_KIND, SidecarWriter
+from msviz.records.sidecar import QUARANTINE_KIND
 from msviz.space_generator.intrinsics import unused as unused_intrins
 from msviz.space_generator.rules import RuleSet
 
