@@ -630,3 +630,113 @@ def test_same_named_modules_say_they_are_one_concept() -> None:
             silent += [f"{mod} does not name {other}" for other in mods
                        if other != mod and other not in doc.replace("~", "")]
     assert silent == []
+
+
+# -- records/ writes nothing ----------------------------------------------------------------------
+
+#: Names of ``os`` and ``shutil`` that write, make or remove a file or folder (called, or handed
+#: on: a finalizer given ``shutil.rmtree``), of ``tempfile`` that make one, and methods (of a
+#: ``Path``, a file) that do.
+OS_WRITES = frozenset({"replace", "rename", "renames", "remove", "unlink", "mkdir", "makedirs",
+                       "rmdir", "removedirs", "truncate", "ftruncate", "symlink", "link", "chmod",
+                       "utime", "write", "mkfifo"})
+SHUTIL_WRITES = frozenset({"copy", "copy2", "copyfile", "copytree", "copymode", "copystat",
+                           "move", "rmtree", "make_archive", "unpack_archive"})
+TEMPFILE_WRITES = frozenset({"mkstemp", "mkdtemp", "NamedTemporaryFile", "TemporaryFile",
+                             "TemporaryDirectory", "SpooledTemporaryFile"})
+METHOD_WRITES = frozenset({"write_text", "write_bytes", "mkdir", "touch", "unlink", "rmdir",
+                           "symlink_to", "hardlink_to", "truncate", "to_parquet", "to_csv",
+                           "to_pickle", "savez", "save"})
+#: Where ``records/`` unpacks a bundle to read it: into its own temporary folder, removed with
+#: what read it (module, function). Nothing else in ``records/`` touches the file system but to
+#: read.
+BUNDLE_UNPACKING = frozenset({("msviz.records.bundle", "extract_bundle"),
+                              ("msviz.records.bundle", "open_bundle"),
+                              ("msviz.records.library", "_open_bundle")})
+
+
+def _writing_mode(node: ast.Call) -> bool:
+    """Whether a call of ``open`` (builtin, a method, ``os.fdopen``) names a mode that writes."""
+    given = [*node.args[:2], *(k.value for k in node.keywords if k.arg == "mode")]
+    return any(isinstance(v, ast.Constant) and isinstance(v.value, str)
+               and set(v.value) <= set("rwxabt+U") and set(v.value) & set("wxa+")
+               for v in given)
+
+
+def file_writes(path: Path) -> list[tuple[str, int, str]]:
+    """(function, line, expression) of each write of a file or folder in ``path`` (the function
+    is ``""`` at module level): ``open`` in a writing mode, ``json.dump``/``pickle.dump``, the
+    names of :data:`OS_WRITES`, :data:`SHUTIL_WRITES`, :data:`TEMPFILE_WRITES` and
+    :data:`METHOD_WRITES`."""
+    tree = ast.parse(path.read_text())
+    where: dict[int, str] = {}
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = (child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     else function)
+            where[id(child)] = inner
+            visit(child, inner)
+
+    visit(tree, "")
+    found = []
+    for node in ast.walk(tree):
+        hit = False
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module, name = node.value.id, node.attr
+            hit = ((module == "os" and name in OS_WRITES)
+                   or (module == "shutil" and name in SHUTIL_WRITES)
+                   or (module == "tempfile" and name in TEMPFILE_WRITES)
+                   or (module in ("json", "pickle") and name == "dump"))
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = (func.id if isinstance(func, ast.Name) else
+                    func.attr if isinstance(func, ast.Attribute) else "")
+            if name in ("open", "fdopen") and _writing_mode(node):
+                hit = True
+            elif (isinstance(func, ast.Attribute) and name in METHOD_WRITES
+                  and not (isinstance(func.value, ast.Name)
+                           and func.value.id in ("os", "shutil", "tempfile"))):
+                hit = True
+        if hit:
+            found.append((where.get(id(node), ""), node.lineno, ast.unparse(node)[:60]))
+    return sorted(found, key=lambda f: (f[1], f[2]))
+
+
+def test_records_write_nothing() -> None:
+    """``records/`` reads: no module of it writes, makes or removes a file or folder (the
+    sidecar's writer and the caches' are :mod:`msviz.archive`'s), but to unpack a bundle it
+    reads into a temporary folder of its own (:data:`BUNDLE_UNPACKING`)."""
+    writes = [f"{name}:{line} {function or '<module>'}: {text}"
+              for name, path in modules().items() if part_of(name) == "records"
+              for function, line, text in file_writes(path)
+              if (name, function) not in BUNDLE_UNPACKING]
+    assert writes == []
+
+
+def test_file_writes_finds_each_form(tmp_path: Path) -> None:
+    """The check can fail: the sidecar's writer and the open cache's save as they were in
+    ``records/``, and none of the reads beside them."""
+    path = tmp_path / "sidecar.py"
+    path.write_text(
+        "import json, os, shutil, tempfile, weakref\n"
+        "def writer(path, data, zf, info):\n"
+        "    path.parent.mkdir(parents=True, exist_ok=True)\n"
+        "    f = open(path, 'a', encoding='utf-8')\n"
+        "    with open(path, 'rb+') as g:\n"
+        "        g.truncate(0)\n"
+        "    fd, tmp = tempfile.mkstemp(dir=path.parent)\n"
+        "    with os.fdopen(fd, 'w') as h:\n"
+        "        json.dump(data, h)\n"
+        "    os.replace(tmp, path)\n"
+        "    path.with_suffix('.txt').write_text('x')\n"
+        "    weakref.finalize(f, shutil.rmtree, tmp)\n"
+        "def reader(path, zf, info, s):\n"
+        "    with open(path, 'rb') as f, open(path, encoding='utf-8', errors='replace'):\n"
+        "        pass\n"
+        "    zf.open(info)\n"
+        "    return json.dumps(s.replace('a', 'b')), os.path.join('a', 'b'), json.load(f)\n"
+        "x = Path('y').open('w')\n")
+    assert [(function, line) for function, line, _ in file_writes(path)] == [
+        ("writer", 3), ("writer", 4), ("writer", 5), ("writer", 6), ("writer", 7),
+        ("writer", 8), ("writer", 9), ("writer", 10), ("writer", 11), ("writer", 12), ("", 18)]

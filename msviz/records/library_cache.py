@@ -4,15 +4,13 @@ keyed by the source files' size, times and inode, and holding a keyed BLAKE2b ch
 index whose key is a digest of the source files' contents (as the open cache's): an index
 changed in the cache (forged latencies under the right key) or made from other contents fails
 it. An absent, stale, forged or malformed cache is indexed afresh; an unwritable cache folder
-is skipped.
+is skipped. This module reads the cache; :mod:`msviz.archive.caches` writes it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from msviz.records import database as db_files
 from msviz.records import open_cache
 from msviz.records.sidecar import SIDECAR_FILE
 
-__all__ = ["input_stats", "load", "save"]
+__all__ = ["cache_data", "cache_file", "input_stats", "load", "save"]
 
 
 def _input_files(work_dir: Path, bundle: Path | None) -> list[Path]:
@@ -47,7 +45,8 @@ def _checksum(path: Path, key: str, index: Any) -> str:
     return hashlib.blake2b(text, key=digest, digest_size=32).hexdigest()
 
 
-def _cache_file(path: Path) -> Path:
+def cache_file(path: Path) -> Path:
+    """Where the cached index of ``path`` lives (msviz's cache folder)."""
     name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return open_cache.cache_path(path).parent / f"library-{name}.json"
 
@@ -56,7 +55,7 @@ def load(path: Path, key: str) -> dict[str, Any] | None:
     """The cached index of ``path`` when its key is ``key`` and its checksum matches the
     source files' contents, else None."""
     try:
-        with open(_cache_file(path), encoding="utf-8") as f:
+        with open(cache_file(path), encoding="utf-8") as f:
             data = json.load(f)
         if data.get("key") != key or data.get("checksum") != _checksum(path, key, data["index"]):
             return None  # stale, changed, or written for other contents
@@ -65,20 +64,17 @@ def load(path: Path, key: str) -> dict[str, Any] | None:
         return None
 
 
+def cache_data(path: Path, key: str, index: dict[str, Any]) -> dict[str, Any]:
+    """What the cache file of ``path`` holds for ``index`` under ``key``: the index as
+    :func:`load` reads it back (keys as text), and its checksum."""
+    index = json.loads(json.dumps(index))  # as load reads it back (keys as text)
+    return {"key": key, "index": index, "checksum": _checksum(path, key, index)}
+
+
 def save(path: Path, key: str, index: dict[str, Any]) -> None:
-    """Keep the index of ``path`` under ``key`` (written whole, then renamed in place)."""
-    target = _cache_file(path)
-    try:
-        index = json.loads(json.dumps(index))  # as load reads it back (keys as text)
-        data = {"key": key, "index": index, "checksum": _checksum(path, key, index)}
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".library-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError:  # an unwritable cache folder: the library works uncached
-        return
+    """Keep the index of ``path`` under ``key``: handed to the cache keeper
+    (:func:`msviz.records.open_cache.keeper`, the archive's writer), which writes
+    :func:`cache_data` to :func:`cache_file` (nothing without a keeper)."""
+    keeper = open_cache.keeper()
+    if keeper is not None:
+        keeper.library_index(path, key, index)

@@ -17,6 +17,9 @@ a 10 MB of input (BLAKE2b reads some 800 MB/s), a small part of reading the reco
 cache that cannot be written is skipped. What the user sees is the same either way (the
 warnings of the first read are given again).
 Parquet needs pyarrow (``msviz[parquet]``); without it nothing is cached.
+
+This module reads a cache and encodes one; the records write nothing, so a :class:`Keeper`
+writes it (:mod:`msviz.archive.caches`, installed when msviz is imported: :func:`keep_with`).
 """
 
 from __future__ import annotations
@@ -25,15 +28,14 @@ import hashlib
 import hmac
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from msviz.records import database as db_files
 from msviz.records import logs as log_files
 
-__all__ = ["MIN_CACHED_BYTES", "CacheKey", "OpenState", "cache_path", "content_digest", "load",
-           "save", "sealed", "unsealed"]
+__all__ = ["MIN_CACHED_BYTES", "CacheKey", "Keeper", "OpenState", "cache_path", "content_digest",
+           "encoded", "keep", "keep_with", "keeper", "load", "sealed", "unsealed"]
 
 #: Record files smaller than this open fast enough read directly (and are not cached).
 MIN_CACHED_BYTES = 4 << 20
@@ -180,13 +182,14 @@ def _read(path: Path, key: CacheKey) -> OpenState | None:
                      {int(line): str(why) for line, why in info["impossible"]})
 
 
-def save(work_dir: Path, key: CacheKey, state: OpenState) -> None:
-    """Write ``state`` under ``key`` (atomically); a cache that cannot be written is skipped."""
+def encoded(key: CacheKey, state: OpenState) -> bytes | None:
+    """``state`` under ``key`` as the bytes of a cache file (Parquet, sealed: see
+    :func:`sealed`); None without pyarrow (nothing is cached)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        return
+        return None
     records, logged = state.records, state.logged
     columns = {
         "line": pa.array(records.line, pa.int64()),
@@ -210,18 +213,35 @@ def save(work_dir: Path, key: CacheKey, state: OpenState) -> None:
         {"msviz_key": key.text, "msviz_state": json.dumps(info)})
     out = pa.BufferOutputStream()
     pq.write_table(table, out)
-    blob = sealed(out.getvalue().to_pybytes(), key.digest)
-    path = cache_path(work_dir)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".open-", suffix=".tmp")
-        os.close(fd)
-        try:
-            with open(tmp, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError:
-        return
+    return sealed(out.getvalue().to_pybytes(), key.digest)
+
+
+class Keeper(Protocol):
+    """What keeps the caches the records compute (the records write nothing):
+    :class:`msviz.archive.caches.CacheWriter`, installed when msviz is imported."""
+
+    def open_state(self, work_dir: Path, key: CacheKey, state: OpenState) -> None:
+        """Keep what opening ``work_dir`` computed, under ``key``."""
+
+    def library_index(self, path: Path, key: str, index: dict[str, Any]) -> None:
+        """Keep a library source's index, under ``key``."""
+
+
+_keepers: list[Keeper] = []
+
+
+def keep_with(keeper: Keeper) -> None:
+    """Make ``keeper`` keep the caches from now on (the archive installs its writer)."""
+    _keepers[:] = [keeper]
+
+
+def keeper() -> Keeper | None:
+    """What keeps the caches (None: nothing is kept)."""
+    return _keepers[0] if _keepers else None
+
+
+def keep(work_dir: Path, key: CacheKey, state: OpenState) -> None:
+    """Hand ``state`` to the :func:`keeper` to keep under ``key`` (nothing without one)."""
+    found = keeper()
+    if found is not None:
+        found.open_state(work_dir, key, state)

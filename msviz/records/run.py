@@ -104,7 +104,7 @@ class Run:
                 for w in said:  # given again as they were, and kept for the next open
                     warnings.warn(w.message, stacklevel=3)
                 if key is not None and self.migration is None:  # msviz's own said again
-                    open_cache.save(self.work_dir, key, self._state(
+                    open_cache.keep(self.work_dir, key, self._state(
                         [str(w.message) for w in said if isinstance(w.message, MsvizWarning)]))
             sidecar = read_sidecar(self.work_dir)  # msviz engine's extras
             self.trials = self._build_trials(sidecar)
