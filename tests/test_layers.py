@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[1] / "msviz"
 #: names); the catalogue (``workloads``, ``models``); TIR programs (``trace``,
 #: ``space_generator``); ``bench`` builds and runs kernels and models (checks, timed draws, model
 #: profiles) and ``whynot`` forces schedules; ``records`` reads work dirs and bundles into plain
-#: data and imports nothing that builds or runs a kernel; ``analysis`` computes statistics on
-#: records; ``archive`` writes what records read (exports, bundles, merges, migrations); the
-#: engine tunes and measures (the only room that may use ``bench``) and never draws; then views,
-#: the report, widgets, the CLI and the package root.
+#: data, writes no file and imports nothing that builds or runs a kernel; ``analysis`` computes
+#: statistics on records; ``archive`` writes what records read (exports, bundles, merges,
+#: migrations, the sidecar, the caches); the engine tunes and measures (the only room that may
+#: use ``bench``) and never draws; then views, the report, widgets, the CLI and the package root.
 FOUNDATION = frozenset({"errors", "version"})
 CATALOGUE = FOUNDATION | {"compat", "workloads", "models"}
 PROGRAMS = CATALOGUE | {"trace", "space_generator"}
