@@ -34,7 +34,7 @@ __all__ = [
 #: Sampling kinds whose decision msviz can enumerate and edit.
 EDITABLE_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
 
-#: Compute-location decisions that are not loop positions.
+
 class DecisionSite(NamedTuple):
     """A sampling instruction of a trace and its valid alternatives.
 
