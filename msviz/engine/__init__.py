@@ -1,6 +1,7 @@
 """The tuning engine: a Session (its settings one SessionConfig) in a worker thread
-(``control``), the step-able search (``search``), measurement (``measure``) and the task loop
-(``task_scheduler``), told as events."""
+(``control``), the step-able search (``search``), which task tunes next (``task_scheduler``),
+each task's tuning (``tuning``) and the measuring service (``measure``: the one way msviz builds
+and runs kernels, under its process-wide lock), told as events."""
 
 from msviz.engine.config import SessionConfig
 from msviz.engine.events import EVENT_KINDS, Event, EventLog
