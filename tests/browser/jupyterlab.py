@@ -148,9 +148,12 @@ class LabServer:
         if self.proc is None or self.proc.poll() is not None:
             return
         prefix = folder.relative_to(self.root).as_posix() + "/"
-        for session in self.api("GET", "sessions"):
-            if session.get("path", "").startswith(prefix):
-                self.api("DELETE", f"sessions/{session['id']}")
+        try:
+            for session in self.api("GET", "sessions"):
+                if session.get("path", "").startswith(prefix):
+                    self.api("DELETE", f"sessions/{session['id']}")
+        except OSError:  # best effort: stop() shuts down every kernel at the session's end
+            pass
 
 
 @contextmanager
