@@ -50,6 +50,7 @@ def tune_stock(workload: str, work_dir: Path, *, trials: int = 8, seed: int = 1,
 
     ms = compat.ms
     compat.quiet_ipython_printing()
+    compat.register_tensor_intrins()  # what a TuneContext imports, in seconds not a minute
     # pytest's log-capture handlers end up on MetaSchedule's logger after a first tune_tir;
     # they have no name, and tune_tir's logging setup formats every handler name (None fails).
     tvm_logger = logging.getLogger(ms.logging.__name__.rsplit(".", 1)[0])
@@ -134,6 +135,7 @@ def tune_stock_model(work_dir: Path, *, trials_per_task: int = 3, seed: int = 1,
 
     ms = compat.ms
     compat.quiet_ipython_printing()
+    compat.register_tensor_intrins()  # what a TuneContext imports, in seconds not a minute
     tvm_logger = logging.getLogger(ms.logging.__name__.rsplit(".", 1)[0])
     for handler in [h for h in tvm_logger.handlers if h.get_name() is None]:
         tvm_logger.removeHandler(handler)

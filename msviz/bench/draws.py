@@ -42,8 +42,9 @@ from msviz.bench.draw_jobs import NOOP_CALL, TIMING_BUDGET_S, time_calls, timing
 __all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "NOOP_CALL", "SLOW_FACTOR", "TIMING_BUDGET_S",
            "DrawError", "check_draws", "run_draws", "time_calls", "timing_runs"]
 
-#: Fresh processes a model is timed in by default (the least of them is kept).
-DEFAULT_DRAWS = 3
+#: Fresh processes a model is timed in by default (the least of them is kept): 3, or
+#: ``$MSVIZ_DRAWS`` when set (read at import; the test suite runs the tutorials with 1).
+DEFAULT_DRAWS = int(os.environ.get("MSVIZ_DRAWS", "").strip() or 3)
 #: Seconds one draw (one fresh process: imports, loading the builds, every job) may take.
 DRAW_TIMEOUT_S = 600.0
 #: A timing this many times the least of its kind (the same build, other draws or rounds) is

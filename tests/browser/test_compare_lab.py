@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT
 
@@ -39,8 +39,8 @@ def _lines(driver, ready, timeout: float = 120) -> list | None:
         time.sleep(0.3)
 
 
-def test_compare_two_runs_in_jupyterlab(stock_work_dirs: dict[str, Path], tmp_path: Path
-                                         ) -> None:
+def test_compare_two_runs_in_jupyterlab(stock_work_dirs: dict[str, Path], lab_server: LabServer,
+                                         tmp_path: Path) -> None:
     cells = [
         "import msviz\n"
         "s = msviz.Session('GMM-0', work_dir='wd', max_trials=8, trials_per_batch=8,\n"
@@ -50,8 +50,8 @@ def test_compare_two_runs_in_jupyterlab(stock_work_dirs: dict[str, Path], tmp_pa
         f"view = msviz.compare({str(stock_work_dirs['GMM'])!r}, s, names=['stock', 'msviz'])\n"
         "view",
     ]
-    with lab_notebook(tmp_path, "compare.ipynb", cells, ARTIFACTS, "compare-failure.png",
-                      wait_for_cells=False) as driver:
+    with lab_notebook(lab_server, tmp_path, "compare.ipynb", cells, ARTIFACTS,
+                      "compare-failure.png", wait_for_cells=False) as driver:
         _wait(driver, "return document.querySelector('.msviz-compare .js-plotly-plot "
               ".scatterlayer .js-line')", timeout=400, what="the compare plot")
         lines = _lines(driver, lambda lines: len(lines) == 2 and lines[0]["drawn"] == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook, wait
+from tests.browser.jupyterlab import LabServer, lab_notebook, wait
 
 pytestmark = pytest.mark.browser
 
@@ -69,9 +69,9 @@ def _state(driver) -> str:
         "return e ? e.textContent : ''")
 
 
-def test_dashboard_in_jupyterlab(tmp_path: Path) -> None:
-    with lab_notebook(tmp_path, "dashboard.ipynb", CELLS, ARTIFACTS, "dashboard-failure.png",
-                      stop=True) as driver:
+def test_dashboard_in_jupyterlab(lab_server: LabServer, tmp_path: Path) -> None:
+    with lab_notebook(lab_server, tmp_path, "dashboard.ipynb", CELLS, ARTIFACTS,
+                      "dashboard-failure.png", stop=True) as driver:
         _wait(driver, "return document.querySelector('.msviz-dashboard .msviz-pause')",
               what="the dashboard to render")
         _wait(driver, "const b = document.querySelector('.msviz-dashboard .msviz-pause');"

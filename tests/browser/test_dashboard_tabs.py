@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 
@@ -198,12 +198,12 @@ def _tab_titles(driver) -> list[str]:
         "css selector", ".msviz-dashboard .lm-TabBar-tab") if t.text]
 
 
-def test_every_tab_after_live_session(tmp_path: Path) -> None:
+def test_every_tab_after_live_session(lab_server: LabServer, tmp_path: Path) -> None:
     report: dict = {}
     toggles: dict = {}
     measured = ""
     try:
-        with lab_notebook(tmp_path, "tabs.ipynb", CELLS, ARTIFACTS, "tabs-failure.png",
+        with lab_notebook(lab_server, tmp_path, "tabs.ipynb", CELLS, ARTIFACTS, "tabs-failure.png",
                           stop=True) as driver:
             # the kernel imports this checkout's msviz
             _wait(driver, "return document.querySelector('.jp-OutputArea-output pre')",

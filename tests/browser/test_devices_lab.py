@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 from tests.browser.test_dashboard_tabs import _has_data, _settled_survey
@@ -32,9 +32,9 @@ CELLS = [
 ]
 
 
-def test_devices_tab_after_a_session_over_rpc(tmp_path: Path) -> None:
-    with lab_notebook(tmp_path, "devices.ipynb", CELLS, ARTIFACTS, "devices-failure.png",
-                      stop=True) as driver:
+def test_devices_tab_after_a_session_over_rpc(lab_server: LabServer, tmp_path: Path) -> None:
+    with lab_notebook(lab_server, tmp_path, "devices.ipynb", CELLS, ARTIFACTS,
+                      "devices-failure.png", stop=True) as driver:
         _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
               "return e && e.textContent === 'finished'", timeout=600, what="finished")
         titles = [t.text for t in driver.find_elements(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _click, _open_tab
 
@@ -68,12 +68,12 @@ def _poll(check, timeout: float, what: str) -> dict:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_forecast_section_live(tmp_path: Path) -> None:
+def test_forecast_section_live(lab_server: LabServer, tmp_path: Path) -> None:
     cells = ["import msviz\n"
              f"session = msviz.Session('mlp', work_dir='wd', {KNOBS})\n"
              "dash = msviz.dashboard(session); session.step('batch')\n"
              "dash"]
-    with lab_notebook(tmp_path, "forecast.ipynb", cells, ARTIFACTS,
+    with lab_notebook(lab_server, tmp_path, "forecast.ipynb", cells, ARTIFACTS,
                       "tab-tasks-forecast-failure.png", wait_for_cells=False,
                       stop=True) as driver:
         _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard .lm-TabBar-tab')]"

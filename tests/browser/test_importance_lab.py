@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _click, _open_tab
 
@@ -31,7 +31,7 @@ def _show(driver, selector: str) -> None:
     time.sleep(1.0)
 
 
-def test_importance_and_rerun_in_jupyterlab(tmp_path: Path) -> None:
+def test_importance_and_rerun_in_jupyterlab(lab_server: LabServer, tmp_path: Path) -> None:
     cells = [
         "import msviz\n"
         "s = msviz.Session('GMM-0', work_dir='wd', max_trials=16, trials_per_batch=8,\n"
@@ -42,7 +42,7 @@ def test_importance_and_rerun_in_jupyterlab(tmp_path: Path) -> None:
         "d.plots.importance.rerun_options = {'max_trials': 4, 'trials_per_batch': 4, 'seed': 3}\n"
         "d",
     ]
-    with lab_notebook(tmp_path, "importance.ipynb", cells, ARTIFACTS,
+    with lab_notebook(lab_server, tmp_path, "importance.ipynb", cells, ARTIFACTS,
                       "importance-failure.png", wait_for_cells=False) as driver:
         _wait(driver, "return document.querySelector('.msviz-dashboard .lm-TabBar-tab')",
               timeout=500, what="the dashboard")

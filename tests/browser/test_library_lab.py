@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 
@@ -61,13 +61,13 @@ def _tune(root: Path) -> int:
     return int((rows["origin"] == "library").sum())
 
 
-def test_library_coverage_and_lineage_in_lab(tmp_path: Path) -> None:
+def test_library_coverage_and_lineage_in_lab(lab_server: LabServer, tmp_path: Path) -> None:
     root = tmp_path / "lab"
     root.mkdir()
     carried = _tune(root)
     assert carried >= 1
     cells = ["import msviz\nrun = msviz.open('wd')\ndash = msviz.dashboard(run)\ndash"]
-    with lab_notebook(tmp_path, "library.ipynb", cells, ARTIFACTS,
+    with lab_notebook(lab_server, tmp_path, "library.ipynb", cells, ARTIFACTS,
                       "tab-tasks-library-failure.png") as driver:
         _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard .lm-TabBar-tab')]"
               ".some(t => t.textContent.includes('Tasks'))", timeout=300, what="the Tasks tab")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT
 
@@ -53,11 +53,11 @@ return {progress: (box.querySelector('.msviz-shapes-progress') || {}).textConten
 """
 
 
-def test_shapes_view_in_lab(tmp_path: Path) -> None:
+def test_shapes_view_in_lab(lab_server: LabServer, tmp_path: Path) -> None:
     import msviz
     from msviz.views.shapes import ratio_text, shape_cover_info
 
-    with lab_notebook(tmp_path, "shapes.ipynb", [CELL], ARTIFACTS,
+    with lab_notebook(lab_server, tmp_path, "shapes.ipynb", [CELL], ARTIFACTS,
                       "shapes-heatmap-failure.png") as driver:
         # the cell returned with the tuning running: the view is there, saying so
         _wait(driver, "const v = (() => {" + _VIEW + "})(); return v && v.progress",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import msviz
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _open_tab
 from tests.browser.test_dashboard_tabs import _has_data, _settled_survey
@@ -67,7 +67,8 @@ def _wait_for_dashboard(driver: object) -> None:
           timeout=120, what="the dashboard")
 
 
-def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Path) -> None:
+def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, lab_server: LabServer,
+                                        tmp_path: Path) -> None:
     run = msviz.open(stock_model_work_dir)
     trials = run.trials
     ok = trials[trials["status"] == "ok"]
@@ -87,7 +88,7 @@ def test_tasks_tab_of_a_stock_model_run(stock_model_work_dir: Path, tmp_path: Pa
     cells = _dashboard_cells(stock_model_work_dir)
     report: dict = {}
     try:
-        with lab_notebook(tmp_path, "tasks.ipynb", cells, ARTIFACTS,
+        with lab_notebook(lab_server, tmp_path, "tasks.ipynb", cells, ARTIFACTS,
                           "tab-tasks-failure.png") as driver:
             _wait_for_dashboard(driver)
             titles = [t.text for t in driver.find_elements(
@@ -156,7 +157,7 @@ return graphs.map(g => ({title: (g.querySelector('.gtitle') || {}).textContent |
 """
 
 
-def test_tasks_tab_shows_the_model_profile(tmp_path: Path) -> None:
+def test_tasks_tab_shows_the_model_profile(lab_server: LabServer, tmp_path: Path) -> None:
     """The catalogue MLP tuned briefly: the Tasks tab's model profile (table and bars) is drawn
     with its numbers; screenshot ``artifacts/tab-tasks-model-profile.png``."""
     from msviz.engine import Session
@@ -170,7 +171,7 @@ def test_tasks_tab_shows_the_model_profile(tmp_path: Path) -> None:
     cells = _dashboard_cells(session.work_dir)
     report: dict = {}
     try:
-        with lab_notebook(tmp_path, "profile.ipynb", cells, ARTIFACTS,
+        with lab_notebook(lab_server, tmp_path, "profile.ipynb", cells, ARTIFACTS,
                           "tab-tasks-model-profile-failure.png") as driver:
             _wait_for_dashboard(driver)
             _open_tab(driver, "Tasks")

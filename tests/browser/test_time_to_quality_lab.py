@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT, _click, _open_tab, _state
 
@@ -30,7 +30,7 @@ return {title: g._fullLayout.title.text, x: g._fullLayout.xaxis.title.text,
 """
 
 
-def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
+def test_time_to_quality_live_and_overlaid(lab_server: LabServer, tmp_path: Path) -> None:
     # the second run and the comparison come from a thread, handed to the kernel's loop: a
     # cell that blocked (or awaited) would hold the kernel the live dashboard needs
     cells = [
@@ -50,7 +50,7 @@ def test_time_to_quality_live_and_overlaid(tmp_path: Path) -> None:
         "threading.Thread(target=later, daemon=True).start()\n"
         "box",
     ]
-    with lab_notebook(tmp_path, "quality.ipynb", cells, ARTIFACTS,
+    with lab_notebook(lab_server, tmp_path, "quality.ipynb", cells, ARTIFACTS,
                       "time-to-quality-failure.png", wait_for_cells=False, stop=True) as driver:
         _wait(driver, "return [...document.querySelectorAll('.msviz-dashboard .lm-TabBar-tab')]"
               ".some(t => t.textContent.includes('Tasks'))", timeout=900, what="the Tasks tab")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from msviz import compat
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT
 
@@ -53,14 +53,14 @@ def _shot(driver, selector: str, name: str, index: int = 0) -> None:
     driver.save_screenshot(str(ARTIFACTS / name))
 
 
-def test_vnni_views_in_the_browser(tmp_path: Path) -> None:
+def test_vnni_views_in_the_browser(lab_server: LabServer, tmp_path: Path) -> None:
     import msviz
 
     session = msviz.Session("I8DP-0", work_dir=tmp_path / "lab" / "wd", max_trials=8,
                             trials_per_batch=8, strategy="replay", seed=2)
     session.start()
     assert session.wait(600) == "finished"
-    with lab_notebook(tmp_path, "vnni.ipynb", CELLS, ARTIFACTS, "vnni-failure.png",
+    with lab_notebook(lab_server, tmp_path, "vnni.ipynb", CELLS, ARTIFACTS, "vnni-failure.png",
                       wait_for_cells=False) as driver:
             _wait(driver, "return document.querySelectorAll('table.msviz-spaces').length >= 2",
                   timeout=900, what="both design-space views")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from msviz import compat
-from tests.browser.jupyterlab import lab_notebook
+from tests.browser.jupyterlab import LabServer, lab_notebook
 from tests.browser.jupyterlab import wait as _wait
 from tests.browser.test_dashboard_lab import BAD_TEXT
 from tests.browser.test_vnni_views import ARTIFACTS, _shot
@@ -51,8 +51,8 @@ def _click(driver, selector: str, index: int) -> None:
         "b.scrollIntoView({block: 'center'}); b.click();")
 
 
-def test_why_not_panel_in_the_browser(tmp_path: Path) -> None:
-    with lab_notebook(tmp_path, "why_not.ipynb", CELLS, ARTIFACTS,
+def test_why_not_panel_in_the_browser(lab_server: LabServer, tmp_path: Path) -> None:
+    with lab_notebook(lab_server, tmp_path, "why_not.ipynb", CELLS, ARTIFACTS,
                       "why-not-failure.png") as driver:
         count = "return document.querySelectorAll({!r}).length"
         assert _wait(driver, count.format(".msviz-why-ask"), what="two Ask buttons") == 2

@@ -46,6 +46,7 @@ def tune_small_gmm(work_dir: Path, trials: int = 8) -> Path:
 
     ms = compat.ms
     compat.quiet_ipython_printing()
+    compat.register_tensor_intrins()  # what a TuneContext imports, in seconds not a minute
     # tune_tir formats every handler name of MetaSchedule's logger; pytest's have none
     tvm_logger = logging.getLogger(ms.logging.__name__.rsplit(".", 1)[0])
     for handler in [h for h in tvm_logger.handlers if h.get_name() is None]:
