@@ -32,19 +32,37 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from msviz.bench import draw_jobs
 from msviz.bench.draw_jobs import NOOP_CALL, TIMING_BUDGET_S, time_calls, timing_runs
+from msviz.errors import MsvizWarning
 
 __all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "NOOP_CALL", "SLOW_FACTOR", "TIMING_BUDGET_S",
            "DrawError", "check_draws", "run_draws", "time_calls", "timing_runs"]
 
 #: Fresh processes a model is timed in by default (the least of them is kept): 3, or
 #: ``$MSVIZ_DRAWS`` when set (read at import; the test suite runs the tutorials with 1).
-DEFAULT_DRAWS = int(os.environ.get("MSVIZ_DRAWS", "").strip() or 3)
+def _draws_from_env(text: str) -> int:
+    """``$MSVIZ_DRAWS`` as a count of draws: 3 when unset; a value that is not an int in 1..20
+    is named in a warning and 3 is used (an import never fails on it)."""
+    if not text.strip():
+        return 3
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 20:
+        warnings.warn(f"MSVIZ_DRAWS={text!r} is not an int in 1..20: 3 draws are used",
+                      MsvizWarning, stacklevel=2)
+        return 3
+    return value
+
+
+DEFAULT_DRAWS = _draws_from_env(os.environ.get("MSVIZ_DRAWS", ""))
 #: Seconds one draw (one fresh process: imports, loading the builds, every job) may take.
 DRAW_TIMEOUT_S = 600.0
 #: A timing this many times the least of its kind (the same build, other draws or rounds) is
