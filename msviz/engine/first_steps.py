@@ -34,7 +34,7 @@ def untuned_times(worker: Any) -> None:
         except Exception as err:  # the curve's start only: never the session's end
             why = f"{type(err).__name__}: {err}"
             worker.warn(f"the untuned kernels could not be timed ({why}); the estimated model "
-                    "latency is unknown until every task has a successful trial")
+                        "latency is unknown until every task has a successful trial")
             tasks = [{"index": t.index, "name": t.name, "untuned_us": None, "error": why}
                      for t in worker.tasks]
         worker.write_sidecar(UNTUNED_KIND, {"tasks": tasks})
