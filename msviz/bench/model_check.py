@@ -93,9 +93,8 @@ def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, see
     try:
         database = compat.JSONDatabase(work_dir=str(work_dir))
         data["fallback"] = fallback_tasks(database, tasks)
-        step = "compile_relax with the database"
-        tuned = compat.ms.relax_integration.compile_relax(database, model.mod, target,
-                                                          params=None)
+        step = f"building the model ({model.graph} graph) with the database"
+        tuned = model.compile(database, target)
         step = "the untuned build"
         with target:
             plain = compat.tvm_compile(model.mod, target=target)

@@ -25,6 +25,10 @@ JSONDatabase = ms.database.JSONDatabase
 TuningRecord = ms.database.TuningRecord
 Workload = ms.database.Workload
 ArgInfo = ms.arg_info.ArgInfo
+IndexMap = tir.IndexMap
+#: A tuning record as TVM's JSON values (``TuningRecord.as_json`` without its Python pass,
+#: which fails on an ``IndexMap`` in the trace).
+tuning_record_as_json = ms._ffi_api.TuningRecordAsJSON
 
 structural_equal = tvm_ffi.structural_equal
 #: Decorator making a Python subclass of ``PySearchStrategy`` / ``PyCostModel``... a TVM object.
@@ -81,6 +85,8 @@ def to_jsonable(obj: Any) -> Any:
         return obj
     if isinstance(obj, (tir.IntImm, tir.FloatImm)):
         return obj.value
+    if isinstance(obj, IndexMap):  # a TransformLayout's map, as TVM's trace JSON writes it
+        return tvm.ir.save_json(obj)
     if hasattr(obj, "items") and not isinstance(obj, (str, bytes)):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)) or type(obj).__name__ in ("Array", "List"):

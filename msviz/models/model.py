@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -14,10 +15,11 @@ import tvm
 
 from msviz import compat
 from msviz.errors import WorkloadError
+from msviz.models import graph_passes
 from msviz.workloads import Workload, flop_count
 
-__all__ = ["Model", "ModelTask", "available_memory", "entry_of", "first_line", "inputs_of",
-           "lower", "memory_needed", "weight_bytes"]
+__all__ = ["Model", "ModelTask", "available_memory", "compile_lowered", "entry_of", "first_line",
+           "inputs_of", "lower", "memory_needed", "weight_bytes"]
 
 #: Lowering a model (``FoldConstant`` among its passes) holds its weights about this many times
 #: over, on top of what TVM itself takes (:data:`LOWER_BASE_BYTES`).
@@ -76,6 +78,10 @@ class Model:
         The entry function's inputs, all static.
     description : str
         One line saying what it is.
+    graph : str
+        ``"expert"`` (the default: batch norms folded into the convolutions, epilogues fused,
+        weights prepacked on CPU; :mod:`msviz.models.graph_passes`) or ``"stock"`` (stock
+        MetaSchedule's graph, ``compile_relax``'s lowering) for comparisons.
     """
 
     name: str
@@ -83,18 +89,56 @@ class Model:
     func_name: str = "main"
     inputs: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
     description: str = ""
+    graph: str = graph_passes.EXPERT
     _lowered: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        graph_passes.check_graph(self.graph)
+
+    def on_graph(self, graph: str) -> Model:
+        """This model on ``graph`` (itself when it is on it already)."""
+        graph_passes.check_graph(graph)
+        if graph == self.graph:
+            return self
+        return Model(self.name, self.mod, self.func_name, list(self.inputs),
+                     self.description, graph)
+
     def lower(self, target: Any) -> tvm.IRModule:
-        """The fused module ``compile_relax`` builds before it applies the database
-        (library dispatch, ``LegalizeOps``, ``AnnotateTIROpPattern``, ``FoldConstant``,
-        ``FuseOps``, ``FuseTIR``), so the tasks' database keys match what it looks up."""
+        """The fused module MetaSchedule tunes and :meth:`compile` applies the database to
+        (:func:`msviz.models.graph_passes.lower` on this model's graph), so the tasks'
+        database keys match what the build looks up."""
+        return self._lower(target)[0]
+
+    def graph_report(self, target: Any) -> graph_passes.GraphReport:
+        """What the graph passes did: batch norms folded, tasks and kernel calls a run against
+        stock MetaSchedule's graph, tasks prepacked."""
+        target = compat.make_target(target)
+        key = ("report", str(target))
+        if key not in self._lowered:
+            lowered, report = self._lower(target)
+            counts = _task_counts(lowered, target)
+            stock = counts if self.graph == graph_passes.STOCK else \
+                _task_counts(lower(self.mod, target, graph_passes.STOCK)[0], target)
+            self._lowered[key] = dataclasses.replace(report, tasks=counts[0], calls=counts[1],
+                                                     stock_tasks=stock[0], stock_calls=stock[1])
+        return self._lowered[key]
+
+    def _lower(self, target: Any) -> tuple[tvm.IRModule, graph_passes.GraphReport]:
         target = compat.make_target(target)
         key = str(target)
         if key not in self._lowered:
             self.check_memory()
-            self._lowered[key] = lower(self.mod, target)
+            self._lowered[key] = lower(self.mod, target, self.graph)
         return self._lowered[key]
+
+    def compile(self, database: Any, target: Any) -> Any:
+        """The model built with ``database``'s best records (a Relax VM executable): the
+        lowered module, ``MetaScheduleApplyDatabase``, :func:`graph_passes.finish` (the
+        weights' layout folded in, on the expert graph), then TVM's own dataflow lowering and
+        finalizing passes. A task with no record in ``database`` keeps its untuned schedule
+        (DLight's on a GPU)."""
+        target = compat.make_target(target)
+        return compile_lowered(self.lower(target), database, target, self.graph)
 
     def check_memory(self) -> None:
         """Refuse to lower a model this machine cannot hold (an error naming the model and the
@@ -134,21 +178,14 @@ class Model:
         return out
 
 
-def lower(mod: tvm.IRModule, target: Any) -> tvm.IRModule:
-    """Lower a Relax module to fused TensorIR calls; an op with no TIR lowering raises."""
-    from tvm import relax
-    from tvm.relax import pipeline
-
+def lower(mod: tvm.IRModule, target: Any, graph: str = graph_passes.EXPERT
+          ) -> tuple[tvm.IRModule, graph_passes.GraphReport]:
+    """Lower a Relax module to fused TensorIR calls on ``graph``; an op with no TIR lowering
+    raises. Returns the lowered module and what the graph passes did."""
     try:
-        dispatch = list(pipeline.library_dispatch_passes(target))
-    except (ValueError, AttributeError):
-        dispatch = []
-    seq = tvm.transform.Sequential([
-        *dispatch, relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
-        relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR()])
-    try:
-        with target, tvm.transform.PassContext(opt_level=3):
-            lowered = seq(mod)
+        lowered, report = graph_passes.lower(mod, target, graph)
+    except WorkloadError:
+        raise
     except Exception as err:
         raise WorkloadError(f"cannot lower the model: {first_line(err)}") from None
     left = sorted(_relax_ops(lowered) - set(_LOWERED_OPS))
@@ -156,7 +193,50 @@ def lower(mod: tvm.IRModule, target: Any) -> tvm.IRModule:
         raise WorkloadError(
             f"cannot lower operator {', '.join(left)}: no TensorIR lowering (LegalizeOps) for "
             "it on this target, so MetaSchedule cannot tune or build it")
-    return lowered
+    return lowered, report
+
+
+def compile_lowered(lowered: tvm.IRModule, database: Any, target: Any,
+                    graph: str = graph_passes.EXPERT) -> Any:
+    """Build a lowered model with ``database`` (see :meth:`Model.compile`)."""
+    from tvm import relax
+    from tvm.relax import pipeline
+    from tvm.s_tir import dlight
+
+    def _passes(name: str, default: list) -> list:
+        try:  # the target's own passes; TVM's CPU lists where its backend has none
+            return list(getattr(pipeline, name)(target))
+        except (ValueError, AttributeError):
+            return default
+
+    gpu = pipeline.BackendDispatcher.is_gpu_target(target)
+
+    @tvm.transform.module_pass(opt_level=3)
+    def _build_pipeline(mod: tvm.IRModule, _ctx: Any) -> tvm.IRModule:
+        mod = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(mod)
+        mod = graph_passes.finish(mod, target, graph)
+        if gpu:
+            mod = dlight.ApplyDefaultSchedule(dlight.gpu.Matmul(), dlight.gpu.GEMV(),
+                                              dlight.gpu.Reduction(),
+                                              dlight.gpu.GeneralReduction(),
+                                              dlight.gpu.Fallback())(mod)
+        return tvm.transform.Sequential(_passes("dataflow_lower_passes", [
+            relax.transform.RewriteDataflowReshape(), relax.transform.ToNonDataflow(),
+            relax.transform.RemovePurityChecking(), relax.transform.CallTIRRewrite()])
+            + _passes("finalize_passes", [
+                relax.transform.StaticPlanBlockMemory(), relax.transform.LowerAllocTensor(),
+                relax.transform.KillAfterLastUse(), relax.transform.LowerRuntimeBuiltin(),
+                relax.transform.ComputePrimValue(), relax.transform.VMShapeLower(),
+                relax.transform.AttachGlobalSymbol()]))(mod)
+
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        return relax.build(lowered, target=target, relax_pipeline=_build_pipeline)
+
+
+def _task_counts(lowered: tvm.IRModule, target: Any) -> tuple[int, int]:
+    """Tasks of a lowered module and the kernel calls a run makes (their weights)."""
+    tasks = compat.ms.relax_integration.extract_tasks(lowered, target)
+    return len(tasks), sum(int(t.weight) for t in tasks)
 
 
 def weight_bytes(mod: tvm.IRModule) -> int:

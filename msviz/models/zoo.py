@@ -234,7 +234,7 @@ MODELS: dict[str, Recipe] = {
         axes=("batch", "features"), resizable=("batch",)),
     "resnet-block": Recipe(_resnet_block, CatalogueEntry(
         "ResNet basic block: conv-bn-relu, conv-bn, residual add, relu (16 ch, 16x16)",
-        (1, 16, 16, 16), 3, 4, 2_404_384)),
+        (1, 16, 16, 16), 2, 2, 2_379_776)),
     "transformer-block": Recipe(_transformer_block, CatalogueEntry(
         "transformer block: layer norm, 2-head attention, MLP (seq 16, dim 32)", (16, 32),
         11, 15, 317_472), **_SEQUENCE),
@@ -244,7 +244,7 @@ MODELS: dict[str, Recipe] = {
         fold_bn=True),
     "resnet18": Recipe(_resnet18, CatalogueEntry(
         "ResNet-18-shaped network (8 basic blocks, 16-128 ch) at 32x32 input", (1, 3, 32, 32),
-        25, 40, 70_911_802)),
+        18, 23, 70_449_802)),
     "resnet50": Recipe(_resnet50, CatalogueEntry(
         "ResNet-50 v1.5 (bottlenecks [3, 4, 6, 3], stride on the 3x3 conv), batch norm folded "
         "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 28, 57, 673_684_456),

@@ -194,8 +194,7 @@ def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed
             if not Path(what).is_dir():
                 raise FileNotFoundError(f"{what} is not a work dir")
             database = compat.JSONDatabase(work_dir=str(what))
-            builds[label] = compat.ms.relax_integration.compile_relax(database, model.mod,
-                                                                      target, params=None)
+            builds[label] = model.compile(database, target)
         else:
             builds[label] = what
     return compare_builds(builds, model.random_inputs(seed), model.func_name,

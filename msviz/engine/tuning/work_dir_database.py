@@ -48,9 +48,17 @@ def _plain(value: Any) -> Any:
         return int(value)
     if isinstance(value, (int, float, str)) or value is None:
         return value
+    if isinstance(value, compat.IndexMap):  # a prepacked weight's layout (TransformLayout)
+        return compat.ir_save_json(value)
     if hasattr(value, "items"):
         return {str(k): _plain(v) for k, v in value.items()}
     return [_plain(v) for v in value]
+
+
+def _record_json(record: Any) -> Any:
+    """``record.as_json()``, which TVM's Python cannot give for a trace that holds an
+    ``IndexMap`` (``RewriteLayout``'s ``TransformLayout``): the raw form, made plain here."""
+    return compat.to_jsonable(compat.tuning_record_as_json(record))
 
 
 def _dumps(value: Any) -> str:
@@ -181,7 +189,7 @@ class WorkDirDatabase:
                 raise ValueError("the record's workload was not committed to this database")
             self.stored_records()  # what was stored before this line
             self._memory.commit_tuning_record(record)
-            self._append(self.path_tuning_record, _dumps([found[0], record.as_json()]))
+            self._append(self.path_tuning_record, _dumps([found[0], _record_json(record)]))
             self._size += 1
 
     def get_top_k(self, workload: Any, top_k: int) -> list[Any]:
