@@ -106,6 +106,18 @@ def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None
     return f'<table class="msviz"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def graph_note(run: Run) -> list[str]:
+    """What the graph passes did to the model, as its environment line records it (nothing
+    for a work dir that does not say)."""
+    env = getattr(run, "environment", None) or {}
+    model = env.get("model") if isinstance(env.get("model"), dict) else {}
+    report = model.get("graph_report") if isinstance(model.get("graph_report"), dict) else {}
+    summary = report.get("summary")
+    if not isinstance(summary, str):
+        return []
+    return [f'<p class="note msviz-graph">Graph: {html.escape(summary)}.</p>']
+
+
 def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str]:
     """The model: the per-task table, the estimated model latency and trials per task over the
     run, and the end-to-end result when there is one."""
@@ -121,7 +133,7 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
              f"best latency, a task not tuned yet at its untuned time): {html.escape(total)}"
              + ("" if getattr(run, "total_latency_us", None) is None else
                 f"; MetaSchedule's log says {run.total_latency_us:.4f} µs") + ".</p>",
-             _table(frame, text_columns=("Name",))]
+             *graph_note(run), _table(frame, text_columns=("Name",))]
     latency = model_views.model_latency_info(run.tasks, run.trials, end_to_end,
                                              untuned_us=untuned)
     quality = _quality_parts(run, plotly_js)

@@ -136,6 +136,8 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
         extra["task_scheduler"] = args.task_scheduler
     if getattr(args, "time_per_task", None) is not None:
         extra["max_seconds_per_task"] = args.time_per_task
+    if getattr(args, "graph", None) is not None:
+        extra["graph"] = args.graph
     if getattr(args, "library", None):
         check_library_paths(args.library)
         extra.update(library=args.library, reuse=args.reuse)
@@ -151,6 +153,7 @@ def _tune(args: argparse.Namespace, **knobs: object) -> int:
         print(f"msviz: tuning model {model.name} ({model.description}): {len(session.tasks)} "
               f"tasks on {describe_target(session.target)}, {budget_text(session)}, "
               f"work dir {session.work_dir}")
+        print(f"msviz: graph: {model.graph_report(session.target).summary()}")
         print(format_task_table(session.task_table()))
     else:
         workload = session.workload
@@ -313,6 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a tuning library: a work dir, a bundle or a folder of them, read "
                       "only (repeat for more); exact hits start at its best, siblings measure "
                       "its schedules carried to their shapes first")
+    tune.add_argument("--graph", choices=["expert", "stock"], default=None,
+                      help="a model's graph: msviz's expert graph (default: batch norms folded "
+                      "into the convolutions, epilogues fused, weights prepacked on CPU) or "
+                      "stock MetaSchedule's, for comparisons")
     tune.add_argument("--reuse", choices=["improve", "skip"], default="improve",
                       help="what an exact library hit does: tune on from its best (default) "
                       "or get no trials")

@@ -299,11 +299,14 @@ def holds_workload(entries: list, workload: Any) -> bool:
 
 
 def tasks_of(workload: Any, target: Any, *, params: dict | None = None,
-             spec: dict | None = None) -> tuple[models.Model | None, list[models.ModelTask]]:
-    """What a session tunes: a model and its tasks (``extract_tasks``), or no model and one
-    task, the PrimFunc workload."""
+             spec: dict | None = None, graph: str | None = None
+             ) -> tuple[models.Model | None, list[models.ModelTask]]:
+    """What a session tunes: a model (on ``graph``, else its own) and its tasks
+    (``extract_tasks``), or no model and one task, the PrimFunc workload."""
     if models.is_model(workload):
         model = models.load(workload, params=params, spec=spec)
+        if graph is not None:
+            model = model.on_graph(graph)
         return model, model.extract_tasks(target)
     if params is not None or spec is not None:
         raise TypeError("params= and spec= belong to a model (a Relax IRModule, an "

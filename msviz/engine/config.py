@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from msviz.models import graph_passes
 from msviz import compat
 from msviz.bench.schedule import validate_mode
 from msviz.engine.arguments import (
@@ -86,6 +87,7 @@ class SessionConfig:
     check: str = "best"
     library: Any = None
     reuse: str = "improve"
+    graph: str | None = None
 
     def __post_init__(self) -> None:
         def set_(name: str, value: Any) -> None:
@@ -124,6 +126,8 @@ class SessionConfig:
         set_("end_to_end_check", bool(self.end_to_end_check))
         set_("library", library_paths(self.library))
         set_("reuse", check_reuse(self.reuse))
+        if self.graph is not None:
+            graph_passes.check_graph(self.graph)
 
     # -- what the parts take ----------------------------------------------------------------------
 

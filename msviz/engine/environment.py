@@ -24,7 +24,7 @@ __all__ = ["catalogue_source", "config_of", "environment_of"]
 
 #: Settings the line may leave out (None or ""), then the config's default is read back.
 OPTIONAL = ("max_trials_per_task", "max_seconds", "max_seconds_per_task", "task_scheduler",
-            "check", "evaluator_config", "library", "reuse")
+            "check", "evaluator_config", "library", "reuse", "graph")
 
 
 def catalogue_source(workload: Any, model: Any = None) -> tuple[str | None, str | None]:
@@ -67,7 +67,7 @@ def environment_of(config: SessionConfig, *, workload: dict[str, Any] | None,
         workload=workload, model=model, max_trials_per_task=c.max_trials_per_task,
         task_scheduler=scheduler, check=c.check, max_seconds=c.max_seconds,
         max_seconds_per_task=c.max_seconds_per_task,
-        library=list(c.library) if c.library else None, reuse=c.reuse,
+        library=list(c.library) if c.library else None, reuse=c.reuse, graph=c.graph,
         evaluator_config={"number": int(evaluator.number), "repeat": int(evaluator.repeat),
                           "min_repeat_ms": int(evaluator.min_repeat_ms),
                           "enable_cpu_cache_flush": bool(evaluator.enable_cpu_cache_flush)},

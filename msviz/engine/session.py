@@ -131,6 +131,11 @@ class Session(SessionRequests):
         :mod:`msviz.engine.tuning.library_reuse`). Nothing is written into the library.
     reuse : {"improve", "skip"}
         What an exact library hit does: tune on from the library's best, or get no trials.
+    graph : {"expert", "stock"}, optional
+        The graph a model is tuned on (default: the model's own, ``"expert"`` unless it was
+        made otherwise): msviz's expert graph (batch norms folded into the convolutions,
+        epilogues fused, weights prepacked on CPU; :mod:`msviz.models.graph_passes`) or
+        stock MetaSchedule's, for comparisons.
     **knobs
         Search knobs overriding the preset: ``population_size``, ``init_measured_ratio``,
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,
@@ -160,7 +165,7 @@ class Session(SessionRequests):
                  spec: dict | None = None, end_to_end_check: bool = True,
                  check: str = "best", max_seconds: float | None = None,
                  max_seconds_per_task: float | None = None, library: Any = None,
-                 reuse: str = "improve", **knobs: Any) -> None:
+                 reuse: str = "improve", graph: str | None = None, **knobs: Any) -> None:
         if max_trials is None:
             max_trials = DEFAULT_MAX_TRIALS if max_seconds is None else TIME_ONLY_MAX_TRIALS
         config = SessionConfig(
@@ -171,7 +176,7 @@ class Session(SessionRequests):
             num_threads=num_threads, builder_timeout=builder_timeout,
             runner_timeout=runner_timeout, evaluator_config=evaluator_config,
             task_scheduler=task_scheduler, end_to_end_check=end_to_end_check, check=check,
-            library=library, reuse=reuse)
+            library=library, reuse=reuse, graph=graph)
         self._setup(workload, config, work_dir, params=params, spec=spec)
 
     @classmethod
@@ -205,7 +210,8 @@ class Session(SessionRequests):
         #: :attr:`rules`).
         self.config = config
         #: The model (None when tuning one PrimFunc) and its tasks (one for a PrimFunc).
-        self.model, self.tasks = tasks_of(workload, config.target, params=params, spec=spec)
+        self.model, self.tasks = tasks_of(workload, config.target, params=params, spec=spec,
+                                           graph=config.graph)
         self.workload = self.tasks[0].workload
         #: The model's (or the workload's) name: the task of session-level events.
         self.name = self.model.name if self.model is not None else self.workload.name

@@ -130,8 +130,10 @@ class Worker:
             self.config_now(), task_rules=self.task_rules,
             workload=None if self.model is not None else {
                 "name": self.tasks[0].workload.name, "source": workload_source},
-            model=None if self.model is None else {"name": self.model.name,
-                                                   "source": model_source})
+            model=None if self.model is None else {
+                "name": self.model.name, "source": model_source, "file": self.model.file,
+                "graph": self.model.graph,
+                "graph_report": self.model.graph_report(self.config.target).info()})
 
     def config_now(self) -> SessionConfig:
         """The session's config with the rules and the task scheduler it has now (those of

@@ -82,6 +82,8 @@ class Model:
         ``"expert"`` (the default: batch norms folded into the convolutions, epilogues fused,
         weights prepacked on CPU; :mod:`msviz.models.graph_passes`) or ``"stock"`` (stock
         MetaSchedule's graph, ``compile_relax``'s lowering) for comparisons.
+    file : str, optional
+        The file the model was read from (an ``.onnx`` path), so a work dir can name it.
     """
 
     name: str
@@ -90,6 +92,7 @@ class Model:
     inputs: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
     description: str = ""
     graph: str = graph_passes.EXPERT
+    file: str | None = None
     _lowered: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,7 +104,7 @@ class Model:
         if graph == self.graph:
             return self
         return Model(self.name, self.mod, self.func_name, list(self.inputs),
-                     self.description, graph)
+                     self.description, graph, self.file)
 
     def lower(self, target: Any) -> tvm.IRModule:
         """The fused module MetaSchedule tunes and :meth:`compile` applies the database to

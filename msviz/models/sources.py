@@ -126,7 +126,8 @@ def from_onnx(path: str | Path, *, name: str | None = None) -> Model:
 
     mod = relax.transform.DecomposeOpsForInference()(mod)
     label = name or path.stem
-    return Model(label, mod, entry_of(mod), inputs_of(mod, entry_of(mod)), f"ONNX {path.name}")
+    return Model(label, mod, entry_of(mod), inputs_of(mod, entry_of(mod)), f"ONNX {path.name}",
+                 file=str(path.resolve()))
 
 
 # -- any of them ------------------------------------------------------------------------------

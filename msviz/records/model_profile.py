@@ -15,15 +15,17 @@ The same concept measured and drawn: :mod:`msviz.bench.model_profile`,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from msviz import models
+from msviz.models import graph_passes
 from msviz.errors import MsvizError
 
 __all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "MODEL_PROFILE_KIND", "OTHER_COLUMNS",
-           "flags", "last_entry", "model_of_run", "model_profile_frame", "recorded_model_profile",
+           "flags", "graph_of_run", "last_entry", "model_of_run", "model_profile_frame", "recorded_model_profile",
            "recorded_or_none"]
 
 #: The sidecar kind of a recorded model profile.
@@ -43,16 +45,40 @@ def last_entry(entries: Sequence[dict], kind: str) -> dict | None:
     return next((e for e in reversed(entries) if e.get("kind") == kind), None)
 
 
+def graph_of_run(entries: Sequence[dict]) -> str | None:
+    """The graph a work dir's model was tuned on: the one its ``environment`` line names;
+    stock's for a line that names none (msviz before the expert graph); None for a work dir
+    with no environment line (stock MetaSchedule's own: stock's graph, unless the model
+    passed says otherwise)."""
+    env = last_entry(entries, "environment")
+    if env is None:
+        return None
+    found = env.get("model") if isinstance(env.get("model"), dict) else {}
+    graph = found.get("graph")
+    return graph if graph in graph_passes.GRAPHS else graph_passes.STOCK
+
+
 def model_of_run(work_dir: Any, entries: Sequence[dict], model: Any = None) -> Any:
-    """The model a work dir was tuned for: ``model`` (anything :func:`msviz.models.load`
-    takes), else the catalogue model its sidecar's ``environment`` line names."""
+    """The model a work dir was tuned for, on the graph it was tuned on (:func:`graph_of_run`):
+    ``model`` (anything :func:`msviz.models.load` takes), else the catalogue model or the
+    ``.onnx`` file its sidecar's ``environment`` line names."""
+    graph = graph_of_run(entries)
     if model is not None:
-        return models.load(model)
+        found = models.load(model)
+        if graph is None:  # a stock work dir: stock's graph, unless a Model says otherwise
+            return found if isinstance(model, models.Model) else \
+                found.on_graph(graph_passes.STOCK)
+        return found.on_graph(graph)
     env = last_entry(entries, "environment")
     if env is not None and isinstance(env.get("model"), dict):
-        source = env["model"].get("source")
+        source, file = env["model"].get("source"), env["model"].get("file")
         if isinstance(source, str) and source in models.MODELS:
-            return models.load(source)
+            return models.load(source).on_graph(graph)
+        if isinstance(file, str) and file.lower().endswith(".onnx"):
+            if not Path(file).is_file():
+                raise MsvizError(f"{work_dir} was tuned for the ONNX model {file}, which is no "
+                                 "longer there: pass model= (the .onnx path)")
+            return models.load(file).on_graph(graph)
     if env is not None and env.get("model") is None and "model" in env:
         raise MsvizError(f"{work_dir} was tuned for one PrimFunc, not a model: there is no "
                          "model to profile")

@@ -26,7 +26,13 @@ from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
 from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_inputs
 from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.errors import MsvizError
-from msviz.records.model_profile import DEFAULT_THRESHOLD, model_of_run, model_profile_frame
+from msviz.records.model_profile import (
+    DEFAULT_THRESHOLD,
+    graph_of_run,
+    model_of_run,
+    model_profile_frame,
+)
+from msviz.records.sidecar import read_sidecar
 from msviz.whynot.wants import tvm_text
 
 __all__ = [
@@ -194,7 +200,8 @@ def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed
             if not Path(what).is_dir():
                 raise FileNotFoundError(f"{what} is not a work dir")
             database = compat.JSONDatabase(work_dir=str(what))
-            builds[label] = model.compile(database, target)
+            graph = graph_of_run(read_sidecar(what).other)  # each on the graph it was tuned on
+            builds[label] = model.on_graph(graph or model.graph).compile(database, target)
         else:
             builds[label] = what
     return compare_builds(builds, model.random_inputs(seed), model.func_name,
