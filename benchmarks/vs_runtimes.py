@@ -1,37 +1,45 @@
-"""Against what users would pick instead: msviz's TVM builds, ONNX Runtime and PyTorch on the CPU.
+"""Against what users would otherwise run: msviz's tuned models, stock MetaSchedule's, ONNX
+Runtime, OpenVINO and PyTorch on the CPU.
 
-Catalogue ``resnet50`` and ``mobilenetv2`` at 224x224 and ``bert-base`` at sequence 128
-(:func:`msviz.models.build` with ``input_shape``), the SAME weights (seed 0) and the same input
-(``Model.random_inputs(0)``) run by:
+Models: catalogue ``resnet50`` and ``mobilenetv2`` at 224x224 and ``bert-base`` at sequence 128
+(:func:`msviz.models.build` with ``input_shape``), and ``onnx-cnn``: ResNet-50's layers at
+160x160 exported to ONNX the way PyTorch exports a CNN (each Conv followed by a
+BatchNormalization node), read back by ``msviz.models.load`` as a user's file is. The same
+weights and input (``Model.random_inputs(0)``) run by:
 
-* **ort**: ONNX Runtime's CPU provider on :func:`msviz.models.onnx_export.export_onnx`'s file,
-  all graph optimizations, intra-op threads = ``--threads`` (the physical cores);
-* **torch-eager** and **torch-compile**: PyTorch on the CPU (if installed), the network built by
-  :class:`TorchGraph` (the catalogue recipe on torch ops, the same weight draws), under
-  ``torch.inference_mode``; ``torch.compile`` with its default (inductor) backend;
-* **tvm-untuned**: ``tvm.compile`` of the Relax module (MetaSchedule's untuned default
-  schedules), run by the Relax VM;
-* **tvm-tuned** (``--trials N`` > 0): an ``msviz.Session(model, max_trials=N)`` tunes first
-  (its wall is printed), then ``compile_relax`` with its work dir.
+* **ort**: ONNX Runtime's CPU provider on the ONNX file, all graph optimizations, intra-op
+  threads = ``--threads`` (the physical cores);
+* **openvino**: OpenVINO's CPU plugin on the same file (``pip install openvino``), latency hint,
+  fp32 inference precision (it picks bf16 on a CPU that has it);
+* **torch-eager** and **torch-compile**: PyTorch on the CPU (if installed; catalogue models);
+* **tvm-untuned**: ``tvm.compile`` of the Relax module, run by the Relax VM;
+* **msviz-<budget>** (``--time 15m,30m,60m``): one ``msviz.Session(model, max_seconds=<the
+  largest>)`` on msviz's expert graph (batch norms folded, epilogues fused, weights prepacked),
+  built (``Model.compile``) with the records of each budget's first minutes;
+* **stock-<budget>** (``--stock``): stock ``relax.pipeline.static_shape_tuning_pipeline`` with the
+  CPU weight prepack on stock's graph, in a child stopped at the largest budget, built through
+  the same pipeline (``total_trials=0``) with the records it had at each budget.
 
-Each runtime is timed in ``--processes`` fresh processes (model timings on these small shared
-VMs can be bimodal per process): each process warms up (``--warmup-s``, at least 3 runs),
-then times ``--rounds`` rounds of runs from Python (the same loop for every runtime: call, wait
-for the output) and keeps the median round; the least over processes and the spread (largest /
-least) are printed, with the ratio to ONNX Runtime's least. Every output is checked against
-the untuned TVM build's: the largest difference over the output's largest magnitude must stay
-under ``--rtol`` (default 1e-4: float32 through up to 50 layers, other summation orders).
+Each runtime is timed in ``--processes`` fresh processes, alternating runtimes (model timings
+on these small shared VMs are bimodal per process): each process warms up (``--warmup-s``, at
+least 3 runs), then times ``--rounds`` rounds of runs from Python and keeps the median round;
+the least over processes and the spread (largest / least) are printed, with the ratios to
+ONNX Runtime's and OpenVINO's least and the share of this machine's fp32 peak. Every output is
+checked against ONNX Runtime's: the largest difference over the output's largest magnitude must
+stay under ``--rtol``.
 
 ::
 
-    python benchmarks/vs_runtimes.py                       # the three models, untuned TVM
-    python benchmarks/vs_runtimes.py --models mobilenetv2 --trials 64
+    python benchmarks/vs_runtimes.py                       # untuned TVM against the runtimes
+    python benchmarks/vs_runtimes.py --models resnet50 --time 15m,60m --stock
+    python benchmarks/vs_runtimes.py --models mobilenetv2,bert-base,onnx-cnn --time 20m --stock
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -47,8 +55,9 @@ from msviz.models.graph import Graph
 
 #: The models and the input sizes they are compared at.
 SIZES = {"resnet50": (1, 3, 224, 224), "mobilenetv2": (1, 3, 224, 224),
-         "bert-base": (128, 768)}
-RUNTIMES = ("ort", "torch-eager", "torch-compile", "tvm-untuned", "tvm-tuned")
+         "bert-base": (128, 768), "onnx-cnn": (1, 3, 160, 160)}
+#: Runtimes besides the tuned builds (``msviz-<budget>``, ``stock-<budget>``).
+RUNTIMES = ("ort", "openvino", "torch-eager", "torch-compile", "tvm-untuned")
 
 
 class TorchGraph(Graph):
@@ -136,7 +145,16 @@ def _runner(runtime: str, name: str, files: Path, threads: int) -> Any:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         sess = ort.InferenceSession(str(files / "model.onnx"), opts,
                                     providers=["CPUExecutionProvider"])
-        return lambda x: sess.run(["y"], {"x": x})[0]
+        names = [i.name for i in sess.get_inputs()]
+        return lambda x: sess.run(None, {names[0]: x})[0]
+    if runtime == "openvino":
+        import openvino as ov
+
+        compiled = ov.Core().compile_model(str(files / "model.onnx"), "CPU", {
+            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_PRECISION_HINT": "f32"})  # else bf16 where the CPU has it
+        request = compiled.create_infer_request()
+        return lambda x: np.array(request.infer([x])[compiled.outputs[0]])
     if runtime.startswith("torch"):
         import torch
 
@@ -196,44 +214,168 @@ def time_runtime(runtime: str, name: str, files: Path, threads: int, rounds: int
 # -- builds and tuning (children) -------------------------------------------------------------
 
 
-def prepare(name: str, files: Path, threads: int, trials: int) -> dict[str, Any]:
-    """The ONNX file, the input and the TVM builds of model ``name`` (tuned after ``trials``
-    when > 0), written to ``files``; returns the tuning wall and build times."""
+def model_of(name: str, files: Path) -> Any:
+    """Model ``name`` as msviz tunes it, its ONNX file written to FILES/model.onnx. The catalogue
+    models are built in Relax (the ONNX file has the same weights); ``onnx-cnn`` is read from
+    its ONNX file, as a user's exported CNN is (ResNet-50's layers, each convolution followed by
+    a BatchNormalization node)."""
+    from msviz import models
+    from msviz.models.onnx_export import export_onnx
+
+    path = files / "model.onnx"
+    if name == "onnx-cnn":
+        if not path.is_file():
+            export_onnx("resnet50", path, input_shape=SIZES[name], batch_norm=True)
+        return models.load(str(path), name="onnx-cnn")
+    if not path.is_file():
+        export_onnx(name, path, input_shape=SIZES[name])
+    return models.build(name, input_shape=SIZES[name])
+
+
+def budget_label(seconds: float) -> str:
+    return f"{seconds / 60:g}m"
+
+
+def records_until(work_dir: Path, into: Path, seconds: float) -> int:
+    """Copy WORK_DIR's database into INTO with the records measured in its first SECONDS of
+    tuning (by the sidecar's trial rows); returns how many."""
+    import shutil
+    from datetime import datetime
+
+    lines = [json.loads(ln) for ln in (work_dir / "msviz_sidecar.jsonl").read_text().splitlines()
+             if ln.strip()]
+    start = next(datetime.fromisoformat(e["timestamp"]) for e in lines
+                 if e.get("kind") == "environment")
+    keep = {e["line"] for e in lines if e.get("kind") == "trial" and e.get("line") is not None
+            and (datetime.fromisoformat(e["timestamp"]) - start).total_seconds() <= seconds}
+    into.mkdir(parents=True, exist_ok=True)
+    shutil.copy(work_dir / "database_workload.json", into / "database_workload.json")
+    shutil.copy(work_dir / "msviz_sidecar.jsonl", into / "msviz_sidecar.jsonl")
+    records = (work_dir / "database_tuning_record.json").read_text().splitlines()
+    (into / "database_tuning_record.json").write_text(
+        "".join(ln + "\n" for i, ln in enumerate(records) if i in keep))
+    return len(keep)
+
+
+def prepare(name: str, files: Path, threads: int, budgets: list[float]) -> dict[str, Any]:
+    """The ONNX file, the input and the TVM builds of model ``name``, written to ``files``:
+    untuned, and msviz's tuning for the largest budget (seconds) built with the records of each
+    budget's first seconds (``msviz-<budget>.so``); returns the tuning walls and builds."""
     import tvm
 
     import msviz
-    from msviz import compat, models
+    from msviz import compat
     from msviz.bench.model_check import fallback_tasks
-    from msviz.models.onnx_export import export_onnx
 
-    model = models.build(name, input_shape=SIZES[name])
-    export_onnx(name, files / "model.onnx", input_shape=SIZES[name])
+    model = model_of(name, files)
     np.save(files / "x.npy", model.random_inputs(0)[0])
     target = compat.make_target("llvm", num_cores=threads)
-    info: dict[str, Any] = {"description": model.description}
+    tasks = model.extract_tasks(target)
+    info: dict[str, Any] = {"description": model.description, "tasks": len(tasks),
+                            "gflop": sum(t.weight * t.flop for t in tasks) / 1e9,
+                            "graph": model.graph_report(target).summary(), "builds": {}}
     tic = time.perf_counter()
     with target:
         tvm.compile(model.mod, target=target).export_library(str(files / "tvm-untuned.so"))
     info["untuned_build_s"] = time.perf_counter() - tic
-    if trials > 0:
-        work_dir = files / "work"
-        session = msviz.Session(model, target=target, work_dir=work_dir, max_trials=trials,
-                                num_threads=threads, end_to_end_check=False)
+    if budgets:
+        work_dir = files / "msviz-work"
+        session = msviz.Session(model, target=target, work_dir=work_dir,
+                                max_seconds=max(budgets), num_threads=threads,
+                                end_to_end_check=False)
         tic = time.perf_counter()
         session.start()
         state = session.wait()
         info["tuning_wall_s"] = time.perf_counter() - tic
         if state != "finished":
             raise RuntimeError(f"msviz session {state}: {session.end_reason}")
-        database = compat.JSONDatabase(work_dir=str(work_dir))
-        info["tasks"] = len(model.extract_tasks(target))
-        info["fallback"] = fallback_tasks(database, model.extract_tasks(target))
-        tic = time.perf_counter()
-        exe = compat.ms.relax_integration.compile_relax(database, model.mod, target,
-                                                        params=None)
-        exe.export_library(str(files / "tvm-tuned.so"))
-        info["tuned_build_s"] = time.perf_counter() - tic
+        for seconds in sorted(budgets):
+            label = f"msviz-{budget_label(seconds)}"
+            at = files / label
+            trials = records_until(work_dir, at, seconds)
+            database = compat.JSONDatabase(work_dir=str(at))
+            tic = time.perf_counter()
+            model.compile(database, target).export_library(str(files / f"{label}.so"))
+            info["builds"][label] = {"trials": trials, "build_s": time.perf_counter() - tic,
+                                     "fallback": len(fallback_tasks(database, tasks))}
     return info
+
+
+def stock_tune(name: str, files: Path, threads: int, trials: int) -> None:
+    """Stock MetaSchedule on stock's graph: ``static_shape_tuning_pipeline`` with the CPU weight
+    prepack, into FILES/stock-work (the parent stops it at the wall budget)."""
+    from tvm import relax
+
+    from msviz import compat
+
+    model = model_of(name, files).on_graph("stock")
+    target = compat.make_target("llvm", num_cores=threads)
+    relax.pipeline.static_shape_tuning_pipeline(
+        total_trials=trials, target=target, work_dir=str(files / "stock-work"),
+        cpu_weight_prepack=True,
+        max_trials_per_task=max(64, trials // max(1, len(model.extract_tasks(target)))))(model.mod)
+
+
+def stock_build(name: str, files: Path, threads: int, label: str, lines: int) -> dict[str, Any]:
+    """Build ``model`` with the first LINES records of stock's run, through TVM's own
+    ``static_shape_tuning_pipeline(total_trials=0)``, to FILES/<label>.so."""
+    import shutil
+
+    import tvm
+    from tvm import relax
+
+    from msviz import compat
+
+    model = model_of(name, files).on_graph("stock")
+    target = compat.make_target("llvm", num_cores=threads)
+    at = files / label
+    at.mkdir(parents=True, exist_ok=True)
+    if not (files / "stock-work" / "database_workload.json").is_file():
+        raise RuntimeError(f"stock wrote no record before {label}")
+    shutil.copy(files / "stock-work" / "database_workload.json", at / "database_workload.json")
+    records = (files / "stock-work" / "database_tuning_record.json").read_text().splitlines()
+    (at / "database_tuning_record.json").write_text("".join(ln + "\n" for ln in records[:lines]))
+    tic = time.perf_counter()
+    mod = relax.pipeline.static_shape_tuning_pipeline(
+        total_trials=0, target=target, work_dir=str(at), cpu_weight_prepack=True)(model.mod)
+    tvm.compile(mod, target=target).export_library(str(files / f"{label}.so"))
+    return {"trials": min(lines, len(records)), "build_s": time.perf_counter() - tic}
+
+
+def run_stock(name: str, common: list[str], files: Path, budgets: list[float]) -> dict:
+    """Stock's tuning in a child stopped at the largest budget, the record count read at each
+    budget, then one build per budget."""
+    import signal
+
+    records = files / "stock-work" / "database_tuning_record.json"
+    proc = subprocess.Popen([sys.executable, __file__, "--stock-tune", name, *common],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    start, counts = time.perf_counter(), {}
+    for seconds in sorted(budgets):
+        while time.perf_counter() - start < seconds and proc.poll() is None:
+            time.sleep(1.0)
+        counts[seconds] = (len(records.read_text().splitlines()) if records.is_file() else 0)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    out = {}
+    for seconds, lines in counts.items():
+        label = f"stock-{budget_label(seconds)}"
+        out[label] = _child(["--stock-build", name, label, str(lines), *common])
+    return out
+
+
+def peak_gflops(threads: int) -> float | None:
+    """This machine's fp32 peak on THREADS cores (msviz.bench's FMA-chain measure), or None."""
+    try:
+        from msviz.bench.peak import fp32_peak_gflops
+    except ImportError:
+        return None
+    try:
+        return float(fp32_peak_gflops(threads))
+    except Exception:  # no compiler: the table goes without the share of the peak
+        return None
 
 
 def _child(args: list[str]) -> dict[str, Any]:
@@ -288,14 +430,30 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def parse_budgets(text: str) -> list[float]:
+    """``15m,30m,60m`` (or seconds: ``90``, ``90s``) as seconds."""
+    out = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        unit = {"m": 60.0, "s": 1.0, "h": 3600.0}.get(part[-1], None)
+        value = float(part[:-1]) * unit if unit else float(part)
+        if value <= 0:
+            raise ValueError(f"a budget must be positive: {part!r}")
+        out.append(value)
+    return sorted(set(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(SIZES),
                         help=f"comma-separated, of {', '.join(SIZES)}")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES),
                         help="comma-separated, of " + ", ".join(RUNTIMES))
-    parser.add_argument("--trials", type=int, default=0,
-                        help="msviz tuning budget (trials over all tasks); 0 skips tuning")
+    parser.add_argument("--time", default="",
+                        help="msviz tuning budgets, e.g. 15m,30m,60m: one run of the largest, "
+                        "built with the records of each budget's first minutes")
+    parser.add_argument("--stock", action="store_true",
+                        help="also stock MetaSchedule (static_shape_tuning_pipeline with the "
+                        "CPU weight prepack) on stock's graph, stopped at the same walls")
     parser.add_argument("--threads", type=int, default=2, help="the physical cores")
     parser.add_argument("--processes", type=int, default=2,
                         help="fresh processes timing each runtime (>= 2)")
@@ -306,16 +464,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rtol", type=float, default=1e-4,
                         help="largest output difference / the output's largest magnitude")
     parser.add_argument("--files", default=None, help="keep the builds here (default: temp)")
+    parser.add_argument("--budgets", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", help=argparse.SUPPRESS)
-    parser.add_argument("--time", nargs=2, metavar=("RUNTIME", "MODEL"), help=argparse.SUPPRESS)
+    parser.add_argument("--stock-tune", help=argparse.SUPPRESS)
+    parser.add_argument("--stock-build", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--time-one", nargs=2, metavar=("RUNTIME", "MODEL"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.prepare:  # child: builds and tuning of one model
-        files = Path(args.files)
-        print(json.dumps(prepare(args.prepare, files, args.threads, args.trials)))
+        budgets = parse_budgets(args.budgets or "")
+        print(json.dumps(prepare(args.prepare, Path(args.files), args.threads, budgets)))
         return 0
-    if args.time:  # child: one runtime's timing
-        print(json.dumps(time_runtime(args.time[0], args.time[1], Path(args.files),
+    if args.stock_tune:  # child: stock's tuning, stopped by the parent
+        stock_tune(args.stock_tune, Path(args.files), args.threads, 1_000_000)
+        return 0
+    if args.stock_build:  # child: one build of stock's records
+        name, label, lines = args.stock_build
+        print(json.dumps(stock_build(name, Path(args.files), args.threads, label, int(lines))))
+        return 0
+    if args.time_one:  # child: one runtime's timing
+        print(json.dumps(time_runtime(args.time_one[0], args.time_one[1], Path(args.files),
                                       args.threads, args.rounds, args.round_s,
                                       args.warmup_s)))
         return 0
@@ -325,67 +494,89 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in SIZES] + [r for r in runtimes if r not in RUNTIMES]
     if unknown:
         parser.error(f"unknown model or runtime {unknown}")
-    if args.trials <= 0 and "tvm-tuned" in runtimes:
-        runtimes.remove("tvm-tuned")
-    for module, prefix in (("onnxruntime", "ort"), ("torch", "torch")):
+    try:
+        budgets = parse_budgets(args.time)
+    except ValueError as err:
+        parser.error(f"--time: {err}")
+    for module, prefix in (("onnxruntime", "ort"), ("openvino", "openvino"),
+                           ("torch", "torch")):
         try:
             __import__(module)
         except ImportError:
             print(f"{module} is not installed: no {prefix} timings")
             runtimes = [r for r in runtimes if not r.startswith(prefix)]
     root = Path(args.files or tempfile.mkdtemp(prefix="msviz-vs-runtimes-"))
+    peak = peak_gflops(args.threads)
     print("\n".join(machine()))
-    print(f"threads {args.threads}; {args.processes} fresh processes per runtime, each "
-          f"{args.warmup_s} s (>= 3 runs) of warm-up then the median of {args.rounds} rounds "
-          f"of ~{args.round_s} s; tolerance {args.rtol:g} of the "
-          f"output's scale against tvm-untuned; msviz tuning budget {args.trials} trials; "
+    print(f"fp32 peak of {args.threads} cores (FMA chains): "
+          + (f"{peak:.0f} GFLOPS" if peak else "not measured (no msviz.bench.peak)"))
+    print(f"threads {args.threads}; {args.processes} fresh processes per runtime, alternating, "
+          f"each {args.warmup_s} s (>= 3 runs) of warm-up then the median of {args.rounds} "
+          f"rounds of ~{args.round_s} s; tolerance {args.rtol:g} of the output's scale "
+          f"against ONNX Runtime's (tvm-untuned's without it); msviz budgets "
+          f"{', '.join(budget_label(b) for b in budgets) or 'none'}"
+          f"{' (and stock at the same walls)' if args.stock and budgets else ''}; "
           f"files in {root}", flush=True)
     for name in names:
-        files = root / name
-        files.mkdir(parents=True, exist_ok=True)
-        common = ["--files", str(files), "--threads", str(args.threads)]
-        prep = _child(["--prepare", name, "--trials", str(args.trials), *common])
-        if "error" in prep:
-            print(f"\n{name}: preparing failed: {prep['error']}")
-            continue
-        print(f"\n{name}: {prep['description']}")
-        print(f"  untuned TVM build {prep['untuned_build_s']:.1f} s" + (
-            f"; msviz tuning wall {prep['tuning_wall_s']:.1f} s for {args.trials} trials over "
-            f"{prep['tasks']} tasks (untuned kernels kept for {len(prep['fallback'])} tasks), "
-            f"tuned build {prep['tuned_build_s']:.1f} s" if args.trials > 0 else ""))
-        results: dict[str, list[dict[str, Any]]] = {r: [] for r in runtimes}
-        for _ in range(args.processes):  # interleaved, so a slow spell hits every runtime
-            for runtime in runtimes:
-                results[runtime].append(_child(["--time", runtime, name, *common,
-                                                "--rounds", str(args.rounds),
-                                                "--round-s", str(args.round_s),
-                                                "--warmup-s", str(args.warmup_s)]))
-        ref_path = files / "out-tvm-untuned.npy"
-        ref = np.load(ref_path).astype("float64") if ref_path.is_file() else None
-        least = {r: min((t["ms"] for t in res if "ms" in t), default=None)
-                 for r, res in results.items()}
-        ort_ms = least.get("ort")
-        print(f"  {'runtime':<14}{'least ms':>10}{'spread':>8}{'vs ort':>8}{'setup s':>9}"
-              f"{'rel diff':>10}  ok   per process (ms)")
-        for runtime, res in results.items():
-            ok = [t for t in res if "ms" in t]
-            errors = [t["error"] for t in res if "error" in t]
-            diff = None
-            out_path = files / f"out-{runtime}.npy"
-            if ref is not None and out_path.is_file():
-                out = np.load(out_path).astype("float64")
-                diff = (float(np.abs(out - ref).max() / np.abs(ref).max())
-                        if out.shape == ref.shape else float("inf"))
-            lo = least[runtime]
-            spread = max(t["ms"] for t in ok) / lo if ok and lo else None
-            print(f"  {runtime:<14}{_fmt(lo, '.1f'):>10}{_fmt(spread):>8}"
-                  f"{_fmt(lo / ort_ms if lo and ort_ms else None):>8}"
-                  f"{_fmt(max((t['setup_s'] for t in ok), default=None), '.1f'):>9}"
-                  f"{_fmt(diff, '.1e'):>10}  "
-                  f"{'-' if diff is None else ('yes' if diff <= args.rtol else 'NO'):<4} "
-                  f"{', '.join(format(t['ms'], '.1f') for t in ok)}"
-                  + (f"  errors: {errors}" if errors else ""), flush=True)
+        report_model(name, root / name, runtimes, budgets, peak, args)
     return 0
+
+
+def report_model(name: str, files: Path, runtimes: list[str], budgets: list[float],
+                 peak: float | None, args: argparse.Namespace) -> None:
+    """Prepare, time and print one model's table."""
+    files.mkdir(parents=True, exist_ok=True)
+    common = ["--files", str(files), "--threads", str(args.threads)]
+    prep = _child(["--prepare", name, "--budgets", ",".join(map(str, budgets)), *common])
+    if "error" in prep:
+        print(f"\n{name}: preparing failed: {prep['error']}")
+        return
+    builds = dict(prep["builds"])
+    if args.stock and budgets:
+        builds.update(run_stock(name, common, files, budgets))
+    print(f"\n{name}: {prep['description']}; {prep['gflop']:.2f} GFLOP, {prep['tasks']} tasks; "
+          f"graph: {prep['graph']}")
+    print(f"  untuned TVM build {prep['untuned_build_s']:.1f} s" + (
+        f"; msviz tuning wall {prep['tuning_wall_s']:.0f} s" if "tuning_wall_s" in prep else ""))
+    for label, b in builds.items():
+        print(f"  {label}: " + (f"error {b['error']}" if "error" in b else
+                               f"{b['trials']} trials, build {b['build_s']:.0f} s"
+                               + (f", {b['fallback']} tasks untuned" if "fallback" in b else "")))
+    timed = runtimes + [label for label, b in builds.items() if "error" not in b]
+    results: dict[str, list[dict[str, Any]]] = {r: [] for r in timed}
+    for _ in range(args.processes):  # interleaved, so a slow spell hits every runtime
+        for runtime in timed:
+            results[runtime].append(_child(["--time-one", runtime, name, *common,
+                                            "--rounds", str(args.rounds),
+                                            "--round-s", str(args.round_s),
+                                            "--warmup-s", str(args.warmup_s)]))
+    ref_name = "ort" if (files / "out-ort.npy").is_file() else "tvm-untuned"
+    ref = np.load(files / f"out-{ref_name}.npy").astype("float64") \
+        if (files / f"out-{ref_name}.npy").is_file() else None
+    least = {r: min((t["ms"] for t in res if "ms" in t), default=None)
+             for r, res in results.items()}
+    ort_ms, ov_ms = least.get("ort"), least.get("openvino")
+    print(f"  {'runtime':<15}{'least ms':>10}{'spread':>8}{'vs ort':>8}{'vs ov':>7}"
+          f"{'% peak':>8}{'rel diff':>10}  ok   per process (ms)")
+    for runtime, res in results.items():
+        ok = [t for t in res if "ms" in t]
+        errors = [t["error"] for t in res if "error" in t]
+        diff = None
+        out_path = files / f"out-{runtime}.npy"
+        if ref is not None and out_path.is_file():
+            out = np.load(out_path).astype("float64")
+            diff = (float(np.abs(out - ref).max() / np.abs(ref).max())
+                    if out.shape == ref.shape else float("inf"))
+        lo = least[runtime]
+        spread = max(t["ms"] for t in ok) / lo if ok and lo else None
+        share = prep["gflop"] / (lo / 1e3) / peak * 100 if lo and peak else None
+        print(f"  {runtime:<15}{_fmt(lo, '.1f'):>10}{_fmt(spread):>8}"
+              f"{_fmt(lo / ort_ms if lo and ort_ms else None):>8}"
+              f"{_fmt(lo / ov_ms if lo and ov_ms else None):>7}"
+              f"{_fmt(share, '.0f'):>8}{_fmt(diff, '.1e'):>10}  "
+              f"{'-' if diff is None else ('yes' if diff <= args.rtol else 'NO'):<4} "
+              f"{', '.join(format(t['ms'], '.1f') for t in ok)}"
+              + (f"  errors: {errors}" if errors else ""), flush=True)
 
 
 if __name__ == "__main__":

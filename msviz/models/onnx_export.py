@@ -153,12 +153,15 @@ class OnnxGraph(Graph):
                                  producer_name="msviz")
 
 
-def onnx_model(name: str, *, seed: int = 0, input_shape: tuple[int, ...] | None = None) -> Any:
+def onnx_model(name: str, *, seed: int = 0, input_shape: tuple[int, ...] | None = None,
+               batch_norm: bool = False) -> Any:
     """Catalogue model ``name`` as an in-memory ``onnx.ModelProto``: input ``x``, output ``y``,
     the weights of ``seed`` (those of ``models.build(name, seed=seed)``), checked by
-    ``onnx.checker``. ``input_shape`` as in :func:`~msviz.models.zoo.build`."""
+    ``onnx.checker``. ``input_shape`` as in :func:`~msviz.models.zoo.build`. ``batch_norm``:
+    every convolution followed by a ``BatchNormalization`` node, as a PyTorch export writes a
+    CNN, also where the catalogue folds them (other weights than ``models.build``'s then)."""
     key, found, shape = recipe(name, input_shape)
-    g = OnnxGraph(seed, found.fold_bn)
+    g = OnnxGraph(seed, found.fold_bn and not batch_norm)
     g.shapes["x"] = shape
     out = found.body(g, "x")
     g.nodes.append(g.onnx.helper.make_node("Identity", [out], ["y"]))
@@ -169,7 +172,8 @@ def onnx_model(name: str, *, seed: int = 0, input_shape: tuple[int, ...] | None 
 
 
 def export_onnx(name: str, path: str | Path, *, seed: int = 0,
-                input_shape: tuple[int, ...] | None = None, overwrite: bool = False) -> Path:
+                input_shape: tuple[int, ...] | None = None, overwrite: bool = False,
+                batch_norm: bool = False) -> Path:
     """Write catalogue model ``name`` to the ONNX file ``path`` with the weights msviz builds.
 
     Parameters
@@ -184,6 +188,8 @@ def export_onnx(name: str, path: str | Path, *, seed: int = 0,
         The input size, as in :func:`~msviz.models.zoo.build`.
     overwrite : bool
         Replace ``path`` if it is a file already (else that is refused, naming it).
+    batch_norm : bool
+        Batch norms as ``BatchNormalization`` nodes (see :func:`onnx_model`).
 
     Returns
     -------
@@ -205,7 +211,7 @@ def export_onnx(name: str, path: str | Path, *, seed: int = 0,
                             "another file")
     if not path.parent.is_dir():
         raise WorkloadError(f"cannot write {path}: its folder {path.parent} does not exist")
-    model = onnx_model(name, seed=seed, input_shape=input_shape)
+    model = onnx_model(name, seed=seed, input_shape=input_shape, batch_norm=batch_norm)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:  # whole or not at all: a reader never sees half a model
         _onnx().save(model, str(tmp))
