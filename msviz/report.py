@@ -15,6 +15,7 @@ from msviz.archive.writer import check_output, default_output, output_file
 from msviz.compat import describe_target
 from msviz.errors import WriteError
 from msviz.records import Run, open_work_dir
+from msviz.records.environment import graph_summary
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.shape_cover import ShapeCover, read_shape_cover
 from msviz.records.sidecar import quarantine_of
@@ -109,11 +110,8 @@ def _table(frame: Any, *, text_columns: tuple[str, ...] = (), failed: Any = None
 def graph_note(run: Run) -> list[str]:
     """What the graph passes did to the model, as its environment line records it (nothing
     for a work dir that does not say)."""
-    env = getattr(run, "environment", None) or {}
-    model = env.get("model") if isinstance(env.get("model"), dict) else {}
-    report = model.get("graph_report") if isinstance(model.get("graph_report"), dict) else {}
-    summary = report.get("summary")
-    if not isinstance(summary, str):
+    summary = graph_summary(getattr(run, "environment", None))
+    if summary is None:
         return []
     return [f'<p class="note msviz-graph">Graph: {html.escape(summary)}.</p>']
 

@@ -35,6 +35,7 @@ from msviz.space_generator.rules import RuleSet, RuleSpec
 from msviz.version import __version__
 
 __all__ = ["ENVIRONMENT_KIND", "environment", "environment_differences", "environments",
+           "graph_summary",
            "host_facts", "other_architecture", "rules_from_json", "rules_to_json"]
 
 #: The ``kind`` of the sidecar line.
@@ -134,6 +135,15 @@ def environment(*, target: Any, seed: int | None, preset: str, knobs: dict[str, 
         "workload": None if workload is None else dict(workload),
         "model": None if model is None else dict(model),
     }
+
+
+def graph_summary(environment: dict[str, Any] | None) -> str | None:
+    """What the graph passes did to a model, as an environment line records it (None: the line
+    does not say, e.g. one PrimFunc, a stock work dir or msviz before the expert graph)."""
+    model = (environment or {}).get("model")
+    report = model.get("graph_report") if isinstance(model, dict) else None
+    summary = report.get("summary") if isinstance(report, dict) else None
+    return summary if isinstance(summary, str) else None
 
 
 def environments(sidecar: Sidecar) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from msviz.records.environment import graph_summary
 from msviz.views.common import quiet_empty
 from msviz.views.forecast import forecast_info
 from msviz.views.quality import events_quality_info, run_quality_info
@@ -78,7 +79,15 @@ class DashboardTasks:
                                end_to_end=model["end_to_end"], done=model["done"],
                                model_profile=model["model_profile"], quality=self._quality(),
                                untuned=self._untuned(), forecast=self._forecast(),
-                               coverage=model["library_coverage"])
+                               coverage=model["library_coverage"], graph=self._graph())
+
+    def _graph(self) -> str | None:
+        """What the graph passes did: the session's model's, else the work dir's line."""
+        if self.session is not None:
+            model = getattr(self.session, "model", None)
+            return None if model is None else \
+                model.graph_report(self.session.target).summary()
+        return graph_summary(getattr(self._run, "environment", None))
 
     def _forecast(self) -> Any:
         """The forecast scheduler's reasons and bands (None: a work dir, or no forecast)."""

@@ -137,6 +137,9 @@ class TasksView(W.VBox):
                  selection: Selection | None = None) -> None:
         self.selection = selection if selection is not None else Selection()
         self.table = W.HTML()
+        #: What the graph passes did to the model (hidden when nothing says).
+        self.graph = W.HTML(layout=W.Layout(display="none"))
+        self.graph.add_class("msviz-graph")
         self.focus = W.ToggleButtons(options=[ALL_TASKS], value=ALL_TASKS,
                                      description="Focus", style={"button_width": "auto"})
         self.focus.add_class("msviz-task-focus")
@@ -175,7 +178,7 @@ class TasksView(W.VBox):
         self.focus.observe(self._on_focus, names="value")
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
-        super().__init__([self.focus, self.table, self.library_box, self.end_to_end,
+        super().__init__([self.focus, self.graph, self.table, self.library_box, self.end_to_end,
                           self.model_profile_box, self.forecast_box, self.x_axis,
                           self.quality_box, self.latency, self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
@@ -187,7 +190,8 @@ class TasksView(W.VBox):
                end_to_end: Any = None, done: Iterable[int] = (),
                model_profile: Any = None, quality: Q.TimeToQualityInfo | None = None,
                untuned: Mapping[str, float | None] | None = None,
-               forecast: F.ForecastInfo | None = None, coverage: Any = None) -> None:
+               forecast: F.ForecastInfo | None = None, coverage: Any = None,
+               graph: str | None = None) -> None:
         """Redraw from new data; what is left out (None) keeps its last value.
         ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event; ``quality``
         the time-to-quality curve (:func:`msviz.views.quality.events_quality_info` of a
@@ -196,7 +200,11 @@ class TasksView(W.VBox):
         counts a task not tuned yet; ``forecast`` the forecast scheduler's
         (:func:`msviz.views.forecast.forecast_info` of a session's events); ``coverage`` a
         tuning library's: a :class:`~msviz.records.coverage_types.Coverage`
-        (``Run.coverage``) or the session's ``library_coverage`` event."""
+        (``Run.coverage``) or the session's ``library_coverage`` event; ``graph`` what the
+        graph passes did (:meth:`msviz.models.graph_passes.GraphReport.summary`)."""
+        if graph is not None:
+            self.graph.value = f"<b>Graph</b>: {html.escape(graph)}"
+            self.graph.layout.display = None
         if quality is not None:
             self.quality_info = quality
         if forecast is not None:

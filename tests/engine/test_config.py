@@ -61,7 +61,7 @@ def test_a_sessions_config_is_frozen_and_holds_every_setting(tmp_path: Path) -> 
         "evaluator_config": compat.ms.runner.EvaluatorConfig(
             number=1, repeat=1, min_repeat_ms=0, enable_cpu_cache_flush=False),
         "task_scheduler": "forecast", "end_to_end_check": True, "check": "best",
-        "library": None, "reuse": "improve",
+        "library": None, "reuse": "improve", "graph": None,
     }
     # the session's settings are the config's
     assert (session.max_trials, session.trials_per_batch, session.seed, session.preset,
