@@ -8,8 +8,9 @@ runtimes' thread pools, spinning on the same cores after their work, slowed one 
 the order reversed every other draw, so that a runtime's rounds are timed next to TVM's, in the
 machine's mode of that moment; round k of a runtime in draw d is paired with TVM's round k of
 draw d, and the pairs are one :class:`~msviz.bench.paired.PairedComparison` (B = TVM: its ratio
-is the *gap*, TVM's time over the runtime's). Every runtime gets the physical cores as its threads (ONNX Runtime's intra-op
-threads, OpenVINO's ``INFERENCE_NUM_THREADS``), all graph optimizations, fp32.
+is the *gap*, TVM's time over the runtime's). Every runtime gets the physical cores as its
+threads (ONNX Runtime's intra-op threads, OpenVINO's ``INFERENCE_NUM_THREADS``), all graph
+optimizations, fp32.
 
 :func:`task_specs` says what :func:`msviz.records.runtimes.match_nodes` needs of each task (its
 shapes, its calls, where the model first calls it).

@@ -78,7 +78,8 @@ class DashboardTasks:
                                end_to_end=model["end_to_end"], done=model["done"],
                                model_profile=model["model_profile"], quality=self._quality(),
                                untuned=self._untuned(), forecast=self._forecast(),
-                               coverage=model["library_coverage"])
+                               coverage=model["library_coverage"],
+                               runtimes=model.get("runtimes"))
 
     def _forecast(self) -> Any:
         """The forecast scheduler's reasons and bands (None: a work dir, or no forecast)."""
