@@ -23,6 +23,7 @@ Jobs:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import statistics
@@ -165,15 +166,17 @@ def run_jobs(spec: Mapping[str, Any]) -> list[dict]:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``runtime_jobs.py SPEC OUT``: run the spec's jobs, write the results."""
-    spec_path, out_path = argv
-    results = run_jobs(json.loads(Path(spec_path).read_text()))
-    Path(out_path).write_text(json.dumps(results))
-    return 0
+    """``runtime_jobs.py SPEC OUT``: :func:`run_jobs`, through :func:`draw_jobs.main` (loaded
+    from its file: this script imports no package)."""
+    path = Path(__file__).with_name("draw_jobs.py")
+    found = importlib.util.spec_from_file_location("msviz_draw_jobs", path)
+    assert found is not None and found.loader is not None, path
+    draw_jobs = importlib.util.module_from_spec(found)
+    found.loader.exec_module(draw_jobs)
+    return int(draw_jobs.main(argv, run_jobs))
 
 
-if __name__ == "__main__":
-    # run as a script: its own folder (msviz/bench) is not a package root
+if __name__ == "__main__":  # its own folder (msviz/bench) is not a package root
     if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
         del sys.path[0]
     sys.exit(main(sys.argv[1:]))
