@@ -36,6 +36,7 @@ from msviz.workflows.coverage import coverage
 from msviz.workflows.reproduce import reproduce
 from msviz.workflows.rerun import propose_restriction, rerun
 from msviz.workflows.shapes import ShapeFamily, ShapeTuning, shapes, tune_shapes
+from msviz.workflows.vs_runtimes import vs_runtimes
 
 __all__ = [
     "BundleError",
@@ -78,6 +79,7 @@ __all__ = [
     "shapes_view",
     "trace_rows",
     "tune_shapes",
+    "vs_runtimes",
     "why_not",
     "with_decisions",
     "workloads",

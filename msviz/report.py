@@ -17,6 +17,7 @@ from msviz.errors import WriteError
 from msviz.records import Run, open_work_dir
 from msviz.records.environment import graph_summary
 from msviz.records.model_profile import recorded_model_profile
+from msviz.records.runtimes import recorded_runtimes
 from msviz.records.shape_cover import ShapeCover, read_shape_cover
 from msviz.records.sidecar import quarantine_of
 from msviz.views import (
@@ -54,6 +55,7 @@ from msviz.views.profile import (
 )
 from msviz.views.quality import run_quality_info, time_to_quality_figure
 from msviz.views.quarantine import quarantine_info
+from msviz.views.runtimes import runtimes_figure, runtimes_html, runtimes_info
 from msviz.views.shapes import (
     coverage_bars,
     dispatch_text,
@@ -150,6 +152,13 @@ def _model_section(run: Run, end_to_end: Any, plotly_js: bool | str) -> list[str
         fig = model_profile_figure(info_profile)
         fig.update_layout(template="plotly_white")
         parts += [model_profile_html(info_profile),
+                  pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js)]
+    runtimes = recorded_runtimes(run)
+    if runtimes is not None:  # msviz.vs_runtimes' line: the model against ORT and OpenVINO
+        info_runtimes = runtimes_info(runtimes)
+        fig = runtimes_figure(info_runtimes)
+        fig.update_layout(template="plotly_white")
+        parts += [runtimes_html(info_runtimes),
                   pio.to_html(fig, full_html=False, include_plotlyjs=plotly_js)]
     return parts
 

@@ -78,7 +78,7 @@ KERNEL_CALLS = frozenset({"compile_module", "device_of", "fast_build", "load_mod
 TVM_ROOMS = frozenset({"compat", "models"})
 #: Scripts a fresh process runs without importing msviz (so they cannot reach ``compat``): they
 #: import ``tvm`` themselves, beside their one user.
-CHILD_SCRIPTS = frozenset({"msviz.bench.draw_jobs"})
+CHILD_SCRIPTS = frozenset({"msviz.bench.draw_jobs", "msviz.bench.runtime_jobs"})
 #: The modules outside ``compat`` that read a third-party internal, each named for the
 #: third-party class whose internals it reads, and kept in the room that uses it: module -> class.
 INTERNALS_MODULES = {"msviz.widgets.figure_widgets": "FigureWidget"}

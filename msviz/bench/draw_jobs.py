@@ -133,10 +133,11 @@ def run_jobs(spec: Mapping[str, Any]) -> list[dict]:
     return results
 
 
-def main(argv: Sequence[str]) -> int:
-    """``draw_jobs.py SPEC OUT``: run the spec's jobs (:func:`run_jobs`), write the results."""
+def main(argv: Sequence[str], run: Any = None) -> int:
+    """``draw_jobs.py SPEC OUT``: run the spec's jobs (``run``, default :func:`run_jobs`; another
+    child script passes its own), write the results."""
     spec_path, out_path = argv
-    results = run_jobs(json.loads(Path(spec_path).read_text()))
+    results = (run or run_jobs)(json.loads(Path(spec_path).read_text()))
     Path(out_path).write_text(json.dumps(results))
     return 0
 

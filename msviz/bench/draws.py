@@ -85,7 +85,9 @@ def check_draws(draws: Any) -> int:
 
 def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, device: str,
               jobs: Sequence[Mapping[str, Any]], *, draws: int = DEFAULT_DRAWS,
-              timeout_s: float = DRAW_TIMEOUT_S) -> list[list[dict]]:
+              timeout_s: float = DRAW_TIMEOUT_S, script: Any = None,
+              extra: Mapping[str, Any] | None = None, per_draw: bool = False
+              ) -> list[list[dict]]:
     """Run ``jobs`` on ``builds`` in ``draws`` fresh processes, one after the other.
 
     Parameters
@@ -101,9 +103,16 @@ def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, 
     jobs : sequence of dict
         See the module's docstring.
     draws : int
-        Fresh processes.
+        Fresh processes (with ``per_draw``: ``len(jobs)``).
     timeout_s : float
         Seconds one draw may take.
+    script : str | Path, optional
+        The child script (default :mod:`msviz.bench.draw_jobs`; another one takes the same spec,
+        e.g. :mod:`msviz.bench.runtime_jobs`).
+    extra : mapping, optional
+        More fields of the spec, for that script.
+    per_draw : bool
+        ``jobs`` is one list of jobs per draw (a child loads only what its jobs use).
 
     Returns
     -------
@@ -117,7 +126,8 @@ def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, 
     """
     import numpy as np  # heavy
 
-    check_draws(draws)
+    plans = [list(j) for j in jobs] if per_draw else [list(jobs)] * check_draws(draws)
+    draws = check_draws(len(plans))
     with tempfile.TemporaryDirectory(prefix="msviz-draws-") as tmp:
         root = Path(tmp)
         paths = {}
@@ -127,15 +137,15 @@ def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, 
                 exe.export_library(paths[name])
         np.savez(root / "inputs.npz", **{f"arg{i}": np.asarray(x) for i, x in enumerate(inputs)})
         spec = {"builds": paths, "inputs": str(root / "inputs.npz"), "func_name": func_name,
-                "device": device, "device_id": 0, "jobs": [dict(j) for j in jobs]}
-        (root / "spec.json").write_text(json.dumps(spec))
+                "device": device, "device_id": 0, **dict(extra or {})}
         # the child sees the modules this process sees (TVM may come from a path set at run time)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         out = []
-        for i in range(draws):
+        script = Path(script or draw_jobs.__file__).resolve()  # by path: no msviz import
+        for i, plan in enumerate(plans):
             result = root / f"draw{i}.json"
-            script = Path(draw_jobs.__file__).resolve()  # run by path: msviz is not imported
-            cmd = [sys.executable, str(script), str(root / "spec.json"), str(result)]
+            (root / f"spec{i}.json").write_text(json.dumps({**spec, "jobs": plan}))
+            cmd = [sys.executable, str(script), str(root / f"spec{i}.json"), str(result)]
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                       timeout=timeout_s, check=False)

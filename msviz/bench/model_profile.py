@@ -18,8 +18,9 @@ only when every draw says so, ``disputed`` when some draws do and some do not
 
 A call is a task's when its symbol is the task's name (the fused PrimFunc's name, as
 ``extract_tasks`` and ``compile_relax`` both name it), or is it with a numeric suffix (``_1``,
-``1``) that deduplicating names may add. The other calls (VM builtins: allocation, shape checks;
-PrimFuncs of no task) are summed per symbol in ``other``.
+``1``) that deduplicating names may add, or with ``_prepacked`` (the name the expert graph's
+build gives a task whose weights it prepacked). The other calls (VM builtins: allocation,
+shape checks; PrimFuncs of no task) are summed per symbol in ``other``.
 
 The same concept read and drawn: :mod:`msviz.records.model_profile`,
 :mod:`msviz.views.model_profile`.
@@ -50,12 +51,16 @@ __all__ = ["DEFAULT_DRAWS", "PROFILE_RUNS", "combine_draws", "match_call", "prof
 #: Model runs timed in each draw (after one untimed warm-up).
 PROFILE_RUNS = 10
 _SUFFIX = re.compile(r"_?\d+$")
+_PREPACKED = "_prepacked"
 
 
 def match_call(symbol: str, task_names: Iterable[str]) -> str | None:
     """The task a VM call belongs to: its symbol is the task's name, or that name with a
-    numeric suffix; None for any other call."""
+    numeric suffix, or with ``_prepacked`` (the expert graph's build of a task whose weights
+    it prepacked); None for any other call."""
     names = set(task_names)
+    if symbol.endswith(_PREPACKED):
+        symbol = symbol[:-len(_PREPACKED)]
     if symbol in names:
         return symbol
     base = _SUFFIX.sub("", symbol)

@@ -19,6 +19,7 @@ from msviz.compat import describe_target
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.quality import run_started
 from msviz.records.run import Run
+from msviz.records.runtimes import recorded_runtimes
 from msviz.records.sidecar import quarantine_of
 from msviz.views import failure_triage_info
 from msviz.views.quarantine import quarantine_info
@@ -132,6 +133,7 @@ class Dashboard(DashboardTasks, W.VBox):
         if self._run is not None:  # a work dir read back: its stored end-to-end check
             self._model["end_to_end"] = self._run.end_to_end
             self._model["model_profile"] = recorded_model_profile(self._run)
+            self._model["runtimes"] = recorded_runtimes(self._run)  # msviz.vs_runtimes'
             self._model["library_coverage"] = self._run.coverage  # its sidecar line
         self.selection.observe(self._on_task_focus, names="task")
         self.time_view = TimeView()  # drawn when its tab opens, then live

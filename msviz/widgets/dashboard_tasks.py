@@ -79,7 +79,8 @@ class DashboardTasks:
                                end_to_end=model["end_to_end"], done=model["done"],
                                model_profile=model["model_profile"], quality=self._quality(),
                                untuned=self._untuned(), forecast=self._forecast(),
-                               coverage=model["library_coverage"], graph=self._graph())
+                               coverage=model["library_coverage"],
+                               runtimes=model.get("runtimes"), graph=self._graph())
 
     def _graph(self) -> str | None:
         """What the graph passes did: the session's model's, else the work dir's line."""

@@ -24,6 +24,7 @@ from msviz.views import coverage as C
 from msviz.views import forecast as F
 from msviz.views import model_profile as P
 from msviz.views import quality as Q
+from msviz.views import runtimes as R
 from msviz.views import tasks as V
 from msviz.views.common import quiet_empty
 from msviz.views.end_to_end import end_to_end_html, end_to_end_info
@@ -169,17 +170,23 @@ class TasksView(W.VBox):
         self.library_text, self.library_plot, self.library_box = _section("msviz-library")
         self.coverage_info: C.CoverageInfo | None = None
         self._drawn_coverage: Any = None
+        #: The model against ONNX Runtime and OpenVINO (``msviz.vs_runtimes``' sidecar line):
+        #: hidden without one.
+        self.runtimes_text, self.runtimes_plot, self.runtimes_box = _section("msviz-runtimes")
+        self.runtimes_info: R.RuntimesInfo | None = None
         self.error = ErrorArea()
         self.info: V.TasksInfo | None = None
         self.latency_info: V.ModelLatencyInfo | None = None
         self._data: dict[str, Any] = {"tasks": tasks, "trials": trials, "scheduled": None,
                                       "end_to_end": None, "model_profile": None,
-                                      "untuned": {}, "done": set(), "coverage": None}
+                                      "untuned": {}, "done": set(), "coverage": None,
+                                      "runtimes": None}
         self.focus.observe(self._on_focus, names="value")
         self.selection.observe(self._on_selection, names="task")
         self.x_axis.observe(lambda _c: self._draw_figures(), names="value")
         super().__init__([self.focus, self.graph, self.table, self.library_box, self.end_to_end,
-                          self.model_profile_box, self.forecast_box, self.x_axis,
+                          self.model_profile_box, self.runtimes_box, self.forecast_box,
+                          self.x_axis,
                           self.quality_box, self.latency, self.task_trials, self.error])
         self.add_class("msviz-tasks-view")
         self.update(tasks, trials)
@@ -191,7 +198,7 @@ class TasksView(W.VBox):
                model_profile: Any = None, quality: Q.TimeToQualityInfo | None = None,
                untuned: Mapping[str, float | None] | None = None,
                forecast: F.ForecastInfo | None = None, coverage: Any = None,
-               graph: str | None = None) -> None:
+               graph: str | None = None, runtimes: Mapping | None = None) -> None:
         """Redraw from new data; what is left out (None) keeps its last value.
         ``model_profile`` is ``Run.model_profile()`` or a ``model_profile`` event; ``quality``
         the time-to-quality curve (:func:`msviz.views.quality.events_quality_info` of a
@@ -200,8 +207,9 @@ class TasksView(W.VBox):
         counts a task not tuned yet; ``forecast`` the forecast scheduler's
         (:func:`msviz.views.forecast.forecast_info` of a session's events); ``coverage`` a
         tuning library's: a :class:`~msviz.records.coverage_types.Coverage`
-        (``Run.coverage``) or the session's ``library_coverage`` event; ``graph`` what the
-        graph passes did (:meth:`msviz.models.graph_passes.GraphReport.summary`)."""
+        (``Run.coverage``) or the session's ``library_coverage`` event; ``runtimes`` a
+        ``runtimes`` sidecar line (``msviz.vs_runtimes``); ``graph`` what the graph passes did
+        (:meth:`msviz.models.graph_passes.GraphReport.summary`)."""
         if graph is not None:
             self.graph.value = f"<b>Graph</b>: {html.escape(graph)}"
             self.graph.layout.display = None
@@ -214,7 +222,7 @@ class TasksView(W.VBox):
             data["untuned"] = dict(untuned)
         for key, value in (("tasks", tasks), ("trials", trials), ("scheduled", scheduled),
                            ("end_to_end", end_to_end), ("model_profile", model_profile),
-                           ("coverage", coverage)):
+                           ("coverage", coverage), ("runtimes", runtimes)):
             if value is not None:
                 data[key] = value
         data["done"] = set(data["done"]) | set(done)
@@ -243,6 +251,7 @@ class TasksView(W.VBox):
         self.end_to_end.value = end_to_end_html(
             None if data["end_to_end"] is None else end_to_end_info(data["end_to_end"]))
         self._draw_model_profile()
+        self._draw_runtimes()
         self._draw_forecast()
         self._draw_figures()
 
@@ -309,6 +318,16 @@ class TasksView(W.VBox):
             self.model_profile.value = P.model_profile_html(self.profile_info)
             show_figure(self.model_profile_plot, P.model_profile_figure(self.profile_info))
             self.model_profile_box.layout.display = None
+
+    def _draw_runtimes(self) -> None:
+        data = self._data["runtimes"]
+        if data is None:
+            return
+        with self.error.guard(self, clear=False):
+            self.runtimes_info = R.runtimes_info(data)
+            self.runtimes_text.value = R.runtimes_html(self.runtimes_info)
+            show_figure(self.runtimes_plot, R.runtimes_figure(self.runtimes_info))
+            self.runtimes_box.layout.display = None
 
     def _draw_forecast(self) -> None:
         info = self.forecast_info

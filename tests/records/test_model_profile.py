@@ -199,6 +199,8 @@ def test_bad_input_says_what(tuned: Any, tmp_path: Path) -> None:
     ("fused_matmul2_add1", "fused_matmul2_add1"),  # a task whose name ends in a digit
     ("fused_matmul_add_relu_1", "fused_matmul_add_relu"),  # a deduplicated copy
     ("softmax1", "softmax"),
+    ("fused_matmul_add_relu_prepacked", "fused_matmul_add_relu"),  # weights prepacked
+    ("fused_matmul2_add1_prepacked", "fused_matmul2_add1"),
     ("vm.builtin.alloc_tensor", None),
     ("fused_matmul_add", None),
 ])

@@ -1,0 +1,71 @@
+"""ONNX Runtime's profile parsed and matched to msviz's tasks (msviz/records/runtimes.py): pure
+functions on a hand-written trace and task list."""
+
+from __future__ import annotations
+
+import pytest
+
+from msviz.records.runtimes import anchor_of, match_nodes, parse_ort_profile, task_rows
+from tests.runtimes_data import ORT_EVENTS, TASKS
+
+
+def test_parse_ort_profile_one_row_per_node_median_over_runs() -> None:
+    assert parse_ort_profile(ORT_EVENTS) == [
+        {"node": "ReorderInput", "op": "ReorderInput", "inputs": [[1, 16, 8, 8]],
+         "outputs": [[1, 16, 8, 8]], "us": 5.0, "runs": 2},
+        {"node": "conv_a", "op": "FusedConv",
+         "inputs": [[1, 16, 8, 8], [16, 16, 3, 3], [16]], "outputs": [[1, 16, 8, 8]],
+         "us": 32.0, "runs": 2},
+        {"node": "conv_b", "op": "Conv", "inputs": [[1, 16, 8, 8], [16, 16, 3, 3], [16]],
+         "outputs": [[1, 16, 8, 8]], "us": 19.0, "runs": 2},
+        {"node": "/MatMulAddFusion", "op": "Gemm", "inputs": [[1, 1024], [10]],
+         "outputs": [[1, 10]], "us": 6.0, "runs": 2},
+    ]
+
+
+@pytest.mark.parametrize(("name", "anchor"), [
+    ("fused_conv2d1_add_relu", "conv"), ("fused_conv2d_add_add1_relu", "conv"),
+    ("fused_matmul3_add", "matmul"), ("fused_batch_matmul_add", "matmul"),
+    ("fused_dense_add", "matmul"), ("fused_conv2d_transpose_add", "conv"),
+    ("softmax", None), ("fused_add_relu", None), ("adaptive_avg_pool2d", None),
+])
+def test_anchor_of(name: str, anchor: str | None) -> None:
+    assert anchor_of(name) == anchor
+
+
+def test_same_shaped_convs_go_to_the_tasks_in_the_models_order() -> None:
+    matched = match_nodes(parse_ort_profile(ORT_EVENTS), TASKS)
+    assert matched == {
+        # ORT's first conv is the model's first call (order 0), though listed second
+        "tasks": {"fused_conv2d_add_add1_relu": ["conv_b"], "fused_conv2d_add_relu": ["conv_a"],
+                  "fused_matmul_add": ["/MatMulAddFusion"], "softmax": []},
+        "other": ["ReorderInput"], "nodes": 4, "matched": 3}
+
+
+def test_a_node_of_no_task_shape_is_other() -> None:
+    nodes = [{"node": "c", "op": "Conv", "inputs": [[1, 16, 8, 8], [32, 16, 3, 3]],
+              "outputs": [[1, 32, 8, 8]], "us": 1.0}]
+    assert match_nodes(nodes, TASKS)["other"] == ["c"]
+
+
+def test_task_rows_sorted_by_gap_with_gflops_and_peak_share() -> None:
+    data = task_rows(TASKS, parse_ort_profile(ORT_EVENTS),
+                     {"fused_conv2d_add_add1_relu": 57.0, "fused_conv2d_add_relu": 16.0,
+                      "fused_matmul_add": 3.0, "softmax": 1.0}, peak_gflops=100.0)
+    assert [(r["task"], r["tvm_us"], r["ort_us"], r["gap"]) for r in data["tasks"]] == [
+        ("fused_conv2d_add_add1_relu", 57.0, 19.0, 3.0),
+        ("fused_conv2d_add_relu", 16.0, 32.0, 0.5),  # a tie keeps the tasks' order
+        ("fused_matmul_add", 3.0, 6.0, 0.5),
+        ("softmax", 1.0, None, None)]
+    conv = data["tasks"][0]
+    assert conv["tvm_gflops"] == pytest.approx(300000 / 57e3)
+    assert conv["ort_peak"] == pytest.approx(300000 / 19e3 / 100)
+    assert conv["ops"] == ["Conv"] and conv["nodes"] == ["conv_b"]
+    assert (data["other"], data["other_us"], data["nodes"], data["matched"]) == (
+        [{"node": "ReorderInput", "op": "ReorderInput", "us": 5.0}], 5.0, 4, 3)
+
+
+def test_a_task_called_twice_takes_two_nodes() -> None:
+    tasks = [{**TASKS[1], "calls": 2, "order": 0}]
+    matched = match_nodes(parse_ort_profile(ORT_EVENTS), tasks)
+    assert matched["tasks"] == {"fused_conv2d_add_relu": ["conv_a", "conv_b"]}

@@ -1,0 +1,97 @@
+"""``msviz.vs_runtimes`` (msviz/workflows/vs_runtimes.py): a resnet-block tuned 8 trials against
+ONNX Runtime for real (outputs match, the sidecar line, per-task rows for its conv tasks), and
+what it refuses, named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import msviz
+from msviz.errors import MissingExtraError, MsvizError
+from msviz.records.runtimes import recorded_runtimes
+from tests.conftest import require
+from tests.engine.conftest import TINY
+
+
+@pytest.fixture(scope="module")
+def resnet_block_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """resnet-block tuned 8 trials (its two conv tasks), the end-to-end check on one draw."""
+    from msviz.bench import draws
+
+    work_dir = tmp_path_factory.mktemp("vs-runtimes") / "wd"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(draws, "DEFAULT_DRAWS", 1)  # read when the check runs
+        session = msviz.Session("resnet-block", work_dir=work_dir, max_trials=8,
+                                **{**TINY, "trials_per_batch": 4})
+        session.start()
+        assert session.wait(600) == "finished", session.end_reason
+    return work_dir
+
+
+def test_against_onnxruntime_end_to_end(resnet_block_dir: Path) -> None:
+    require("onnxruntime", "msviz[compare]")
+    require("onnx", "msviz[compare]")
+    result = msviz.vs_runtimes(resnet_block_dir, ("onnxruntime",), rounds=2, draws=1)
+    data = result.data
+    assert data["outputs"]["tvm"]["match"] is True, data["outputs"]
+    assert data["outputs"]["tvm"]["max_abs_diff"][0] < 1e-3
+    (whole,) = data["whole"]
+    assert whole["runtime"] == "onnxruntime" and len(whole["runtime_rounds_us"]) == 2
+    assert whole["gap"] == pytest.approx(
+        sorted(t / r for t, r in zip(whole["tvm_rounds_us"], whole["runtime_rounds_us"]))[0],
+        rel=1) and whole["gap_low"] <= whole["gap"] <= whole["gap_high"]
+    # per task: both conv tasks, each with ORT's Conv node and TVM's time in the model
+    rows = {r["task"]: r for r in data["tasks"]}
+    convs = [t.name for t in msviz.models.load("resnet-block").extract_tasks("llvm")
+             if "conv2d" in t.name]
+    assert sorted(rows) == sorted(convs) and len(convs) == 2
+    for name in convs:
+        assert rows[name]["ops"] and all("Conv" in op for op in rows[name]["ops"]), rows
+        assert rows[name]["tvm_us"] > 0 and rows[name]["ort_us"] > 0
+        assert rows[name]["gap"] == pytest.approx(rows[name]["tvm_us"] / rows[name]["ort_us"])
+    assert data["ort_matched"] == 2 and data["ort_nodes"] >= 2
+    assert data["peak"]["gflops"] is None or data["peak"]["gflops"] > 0
+    # the sidecar line: msviz.open reads it back without running anything
+    recorded = recorded_runtimes(msviz.open(resnet_block_dir))
+    assert recorded is not None and recorded["whole"] == data["whole"]
+    assert "onnxruntime" in str(result) and len(result.tasks) == 2
+
+
+def test_an_onnx_file_of_other_inputs_is_named(resnet_block_dir: Path, tmp_path: Path) -> None:
+    require("onnx", "msviz[compare]")
+    require("onnxruntime", "msviz[compare]")
+    from msviz.models.onnx_export import export_onnx
+
+    other = export_onnx("convnet", tmp_path / "convnet.onnx")
+    with pytest.raises(MsvizError, match=r"convnet\.onnx does not take model 'resnet-block'"
+                       r"'s inputs: it takes x \[1, 3, 32, 32\] float32; the model takes x "
+                       r"\[1, 16, 16, 16\] float32"):
+        msviz.vs_runtimes(resnet_block_dir, ("onnxruntime",), onnx=other, draws=1)
+
+
+def test_an_unknown_runtime_names_the_accepted_ones(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"unknown runtime\(s\) \['tensorrt'\]: vs_runtimes "
+                       r"compares against 'onnxruntime', 'openvino'"):
+        msviz.vs_runtimes(tmp_path, ("onnxruntime", "tensorrt"))
+
+
+def test_a_runtime_not_installed_says_what_to_pip_install(tmp_path: Path,
+                                                           monkeypatch: Any) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "openvino" else real(name, *a))
+    with pytest.raises(MissingExtraError, match=r"openvino is not installed: pip install "
+                       r"openvino \(or pip install msviz\[compare\]\)"):
+        msviz.vs_runtimes(tmp_path, ("openvino",))
+
+
+def test_a_missing_work_dir_is_named(tmp_path: Path) -> None:
+    require("onnxruntime", "msviz[compare]")
+    with pytest.raises(FileNotFoundError, match=r"nowhere is not a work dir \(it does not "
+                       "exist\\)"):
+        msviz.vs_runtimes(tmp_path / "nowhere", ("onnxruntime",))
