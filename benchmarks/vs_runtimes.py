@@ -367,15 +367,12 @@ def run_stock(name: str, common: list[str], files: Path, budgets: list[float]) -
 
 
 def peak_gflops(threads: int) -> float | None:
-    """This machine's fp32 peak on THREADS cores (msviz.bench's FMA-chain measure), or None."""
-    try:
-        from msviz.bench.peak import fp32_peak_gflops
-    except ImportError:
-        return None
-    try:
-        return float(fp32_peak_gflops(threads))
-    except Exception:  # no compiler: the table goes without the share of the peak
-        return None
+    """This machine's fp32 peak on THREADS cores (msviz.bench.peak: FMA chains in registers on
+    every core), or None (no compiler: the table goes without the share of the peak)."""
+    from msviz.bench.peak import fp32_peak
+
+    found = fp32_peak(threads)
+    return None if found["gflops"] is None else float(found["gflops"])
 
 
 def _child(args: list[str]) -> dict[str, Any]:
@@ -509,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     peak = peak_gflops(args.threads)
     print("\n".join(machine()))
     print(f"fp32 peak of {args.threads} cores (FMA chains): "
-          + (f"{peak:.0f} GFLOPS" if peak else "not measured (no msviz.bench.peak)"))
+          + (f"{peak:.0f} GFLOPS" if peak else "not measured (no gcc)"))
     print(f"threads {args.threads}; {args.processes} fresh processes per runtime, alternating, "
           f"each {args.warmup_s} s (>= 3 runs) of warm-up then the median of {args.rounds} "
           f"rounds of ~{args.round_s} s; tolerance {args.rtol:g} of the output's scale "
