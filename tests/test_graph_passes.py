@@ -137,7 +137,7 @@ def test_an_onnx_cnn_with_batch_norm_nodes_gets_the_expert_graph(onnx_resnet18: 
 
 
 def test_a_bad_graph_is_refused_naming_the_graphs(capsys: pytest.CaptureFixture) -> None:
-    with pytest.raises(ValueError, match="graph must be one of 'expert', 'stock'.*'fast'"):
+    with pytest.raises(ValueError, match=r"graph must be one of 'expert', 'stock'.*'fast'"):
         msviz.Session("mlp", graph="fast")
     with pytest.raises(ValueError, match="graph must be one of"):
         models.build("mlp").on_graph("onnx")

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from msviz.models import graph_passes
 from msviz import compat
 from msviz.bench.schedule import validate_mode
 from msviz.engine.arguments import (
@@ -32,6 +31,7 @@ from msviz.engine.measure.runner import evaluator_config
 from msviz.engine.search.factory import STRATEGIES
 from msviz.engine.search.presets import PRESETS, SearchKnobs, knobs_for
 from msviz.engine.task_scheduler import kinds as scheduler_kinds
+from msviz.models import graph_passes
 from msviz.records.environment import rules_to_json
 from msviz.space_generator.rules import RuleSet
 

@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 
 from msviz import models
-from msviz.models import graph_passes
 from msviz.errors import MsvizError
+from msviz.models import graph_passes
 
 __all__ = ["DEFAULT_THRESHOLD", "MODEL_PROFILE_COLUMNS", "MODEL_PROFILE_KIND", "OTHER_COLUMNS",
-           "flags", "graph_of_run", "last_entry", "model_of_run", "model_profile_frame", "recorded_model_profile",
-           "recorded_or_none"]
+           "flags", "graph_of_run", "last_entry", "model_of_run", "model_profile_frame",
+           "recorded_model_profile", "recorded_or_none"]
 
 #: The sidecar kind of a recorded model profile.
 MODEL_PROFILE_KIND = "model_profile"
@@ -45,14 +45,13 @@ def last_entry(entries: Sequence[dict], kind: str) -> dict | None:
     return next((e for e in reversed(entries) if e.get("kind") == kind), None)
 
 
-def graph_of_run(entries: Sequence[dict]) -> str | None:
+def graph_of_run(entries: Sequence[dict]) -> str:
     """The graph a work dir's model was tuned on: the one its ``environment`` line names;
-    stock's for a line that names none (msviz before the expert graph); None for a work dir
-    with no environment line (stock MetaSchedule's own: stock's graph, unless the model
-    passed says otherwise)."""
+    stock's for a line that names none (msviz before the expert graph) and for a work dir with
+    no environment line (stock MetaSchedule's own)."""
     env = last_entry(entries, "environment")
     if env is None:
-        return None
+        return graph_passes.STOCK
     found = env.get("model") if isinstance(env.get("model"), dict) else {}
     graph = found.get("graph")
     return graph if graph in graph_passes.GRAPHS else graph_passes.STOCK
@@ -64,11 +63,7 @@ def model_of_run(work_dir: Any, entries: Sequence[dict], model: Any = None) -> A
     ``.onnx`` file its sidecar's ``environment`` line names."""
     graph = graph_of_run(entries)
     if model is not None:
-        found = models.load(model)
-        if graph is None:  # a stock work dir: stock's graph, unless a Model says otherwise
-            return found if isinstance(model, models.Model) else \
-                found.on_graph(graph_passes.STOCK)
-        return found.on_graph(graph)
+        return models.load(model).on_graph(graph)
     env = last_entry(entries, "environment")
     if env is not None and isinstance(env.get("model"), dict):
         source, file = env["model"].get("source"), env["model"].get("file")

@@ -201,7 +201,7 @@ def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed
                 raise FileNotFoundError(f"{what} is not a work dir")
             database = compat.JSONDatabase(work_dir=str(what))
             graph = graph_of_run(read_sidecar(what).other)  # each on the graph it was tuned on
-            builds[label] = model.on_graph(graph or model.graph).compile(database, target)
+            builds[label] = model.on_graph(graph).compile(database, target)
         else:
             builds[label] = what
     return compare_builds(builds, model.random_inputs(seed), model.func_name,
