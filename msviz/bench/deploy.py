@@ -1,7 +1,7 @@
 """A tuned model built to deploy: built with a work dir's database (:meth:`Model.compile`), run
 in this process, exported as one shared library. The measuring service holds its lock around
 each (:mod:`msviz.engine.measure.requests`); ``msviz.build`` is the user's door
-(:mod:`msviz.workflows.deploy`)."""
+(:mod:`msviz.workflows.deploy`), ``msviz build`` the terminal's (:mod:`msviz.cli.deploy`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``msviz build``: a tuned model exported to deploy (see :mod:`msviz.workflows.deploy`).
+"""``msviz build``: a tuned model exported to deploy (see :mod:`msviz.workflows.deploy`; built
+and exported by :mod:`msviz.bench.deploy` under the measuring lock).
 
     msviz build resnet18-wd -o resnet18-deploy
     msviz build stock-wd -o out --model resnet18 --overwrite

@@ -3,8 +3,9 @@ with the work dir's best records (:meth:`msviz.models.Model.compile`: on the exp
 weights prepacked and folded into the executable's constants). Call it on NumPy inputs, time it
 against the untuned build in paired rounds, and export it as one shared library that TVM's
 runtime loads without msviz. Built, run and timed by the measuring service
-(:mod:`msviz.engine.measure.requests`, under its lock): never beside a tuning batch of this
-process."""
+(:mod:`msviz.engine.measure.requests`, under its lock, with :mod:`msviz.bench.deploy`): never
+beside a tuning batch of this process. From a terminal: ``msviz build`` (:mod:`msviz.cli.deploy`).
+"""
 
 from __future__ import annotations
 
