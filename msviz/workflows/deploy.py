@@ -119,7 +119,7 @@ def _on_held_graph(model: Any, work_dir: Path, target: Any) -> Any:
 def _target_of(target: Any, held: set[str], work_dir: Path) -> Any:
     """The target to build for: the one given, else the one target of the records."""
     if target is not None:
-        return compat.make_target(target) if isinstance(target, str) else target
+        return record_target(target)
     texts = {target_text(t): t for t in held}
     if len(texts) > 1:
         raise MsvizError(f"{work_dir} holds records of {len(texts)} targets ("
