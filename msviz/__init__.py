@@ -33,6 +33,7 @@ from msviz.trace import decision_sites, trace_rows, with_decisions
 from msviz.version import __version__ as __version__
 from msviz.workflows.compare_models import compare_models
 from msviz.workflows.coverage import coverage
+from msviz.workflows.deploy import TunedModel, build
 from msviz.workflows.reproduce import reproduce
 from msviz.workflows.rerun import propose_restriction, rerun
 from msviz.workflows.shapes import ShapeFamily, ShapeTuning, shapes, tune_shapes
@@ -53,9 +54,11 @@ __all__ = [
     "ShapeFamily",
     "ShapeTuning",
     "Trial",
+    "TunedModel",
     "WorkDirError",
     "WorkloadError",
     "WriteError",
+    "build",
     "bundle",
     "compare",
     "compare_models",

@@ -48,10 +48,12 @@ def check_output(path: str | Path, *, overwrite: bool = False, what: str = "file
     return path
 
 
-def check_output_dir(path: str | Path, *, what: str = "work dir", empty_ok: bool = False
-                     ) -> Path:
-    """``path``, checked before a new directory is written there (merge, migrate): it must not
-    exist (with ``empty_ok``: or be an empty directory, not a link to one).
+def check_output_dir(path: str | Path, *, what: str = "work dir", empty_ok: bool = False,
+                     overwrite: bool | None = None) -> Path:
+    """``path``, checked before a new directory is written there (merge, migrate, a deployed
+    model): it must not exist (with ``empty_ok``: or be an empty directory, not a link to one;
+    with ``overwrite``: or be a directory, which is replaced whole; ``False``, not None, says
+    in the refusal that ``overwrite=True`` would replace it).
 
     Raises
     ------
@@ -62,9 +64,15 @@ def check_output_dir(path: str | Path, *, what: str = "work dir", empty_ok: bool
     if path.is_symlink():
         raise WriteError(f"cannot write the {what} {path}: it is a symbolic link (msviz writes "
                          "a new directory there): name a new directory")
-    if path.exists() and not (empty_ok and path.is_dir() and not any(path.iterdir())):
+    if path.exists() and overwrite and not path.is_dir():
+        raise WriteError(f"cannot write the {what} {path}: it exists and is not a directory "
+                         "(msviz replaces only a directory): name a directory")
+    if path.exists() and not overwrite and not (
+            empty_ok and path.is_dir() and not any(path.iterdir())):
+        how = ("pass overwrite=True (--overwrite on the command line) to replace it, or name "
+               "a new directory" if overwrite is False else "name a new directory")
         raise WriteError(f"cannot write the {what} {path}: it exists and is not "
-                         f"{'an empty directory' if empty_ok else 'new'} (name a new directory)")
+                         f"{'an empty directory' if empty_ok else 'new'} ({how})")
     return path
 
 
@@ -135,19 +143,21 @@ def output_file(path: str | Path, *, overwrite: bool = False, what: str = "file"
 
 
 @contextlib.contextmanager
-def output_dir(path: str | Path, *, what: str = "work dir", empty_ok: bool = False
-               ) -> Iterator[Path]:
+def output_dir(path: str | Path, *, what: str = "work dir", empty_ok: bool = False,
+               overwrite: bool | None = None) -> Iterator[Path]:
     """A temporary directory next to ``path``, renamed to ``path`` when the block ends without
-    error (merge, migrate): checked as :func:`check_output_dir` before and just before the
-    rename, with the mode any folder the user makes gets (``0o777`` less the umask, not
-    ``mkdtemp``'s ``0o700``); removed on any error, leaving ``path`` as it was.
+    error (merge, migrate, a deployed model): checked as :func:`check_output_dir` before and
+    just before the rename, with the mode any folder the user makes gets (``0o777`` less the
+    umask, not ``mkdtemp``'s ``0o700``); removed on any error, leaving ``path`` as it was.
+    With ``overwrite``, a directory at ``path`` is moved aside, the new one renamed in, and the
+    old one removed.
 
     Raises
     ------
     msviz.errors.WriteError
         As :func:`check_output_dir`, or naming ``path`` when it cannot be written.
     """
-    path = check_output_dir(path, what=what, empty_ok=empty_ok)
+    path = check_output_dir(path, what=what, empty_ok=empty_ok, overwrite=overwrite)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp",
                                     dir=path.parent if str(path.parent) else "."))
@@ -156,8 +166,14 @@ def output_dir(path: str | Path, *, what: str = "work dir", empty_ok: bool = Fal
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~umask())
-        check_output_dir(path, what=what, empty_ok=empty_ok)
-        os.replace(tmp, path)
+        check_output_dir(path, what=what, empty_ok=empty_ok, overwrite=overwrite)
+        if overwrite and path.is_dir() and any(path.iterdir()):
+            old = tmp.with_name(f"{tmp.name}.old")
+            os.replace(path, old)  # aside, so the new one goes in by one rename
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
     except OSError as err:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(err, MsvizError):

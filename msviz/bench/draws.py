@@ -42,7 +42,8 @@ from msviz.bench.draw_jobs import NOOP_CALL, TIMING_BUDGET_S, time_calls, timing
 from msviz.errors import MsvizWarning
 
 __all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "NOOP_CALL", "SLOW_FACTOR", "TIMING_BUDGET_S",
-           "DrawError", "check_draws", "run_draws", "time_calls", "timing_runs"]
+           "DrawError", "check_draws", "run_draws", "time_calls", "timing_runs",
+           "without_scope_warnings"]
 
 #: Fresh processes a model is timed in by default (the least of them is kept): 3, or
 #: ``$MSVIZ_DRAWS`` when set (read at import; the test suite runs the tutorials with 1).
@@ -131,7 +132,7 @@ def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, 
     with tempfile.TemporaryDirectory(prefix="msviz-draws-") as tmp:
         root = Path(tmp)
         paths = {}
-        with _without_scope_warnings(root / "export.err"):
+        with without_scope_warnings(root / "export.err"):
             for i, (name, exe) in enumerate(builds.items()):
                 paths[name] = str(root / f"build{i}.so")
                 exe.export_library(paths[name])
@@ -160,7 +161,7 @@ def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, 
 
 
 @contextlib.contextmanager
-def _without_scope_warnings(path: Path) -> Any:
+def without_scope_warnings(path: Path) -> Any:
     """TVM 0.27's ``VMExecutable`` logs a C++ warning ("Scope Saving:...") for each memory scope
     it saves, straight to file descriptor 2: what is written there meanwhile goes to ``path``,
     then back to the real stderr without those lines."""

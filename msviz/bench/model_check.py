@@ -27,7 +27,7 @@ from msviz.bench.draws import (
 )
 
 __all__ = ["DEFAULT_DRAWS", "TIMING_BUDGET_S", "best_record_us", "check_model",
-           "end_to_end_times", "fallback_tasks", "run_check", "timing_runs"]
+           "end_to_end_times", "fallback_tasks", "flatten_outputs", "run_check", "timing_runs"]
 
 
 def best_record_us(database: Any, mod: Any) -> float | None:
@@ -104,7 +104,8 @@ def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, see
         outs = {}
         for key, exe in (("untuned", plain), ("tuned", tuned)):
             step = f"running the {key} build"
-            outs[key] = _flatten(compat.relax.VirtualMachine(exe, dev)[model.func_name](*inputs))
+            vm = compat.relax.VirtualMachine(exe, dev)
+            outs[key] = flatten_outputs(vm[model.func_name](*inputs))
         diffs = [float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
                  if a.size else 0.0 for a, b in zip(outs["tuned"], outs["untuned"])]
         data.update(max_abs_diff=max(diffs, default=0.0),
@@ -174,10 +175,11 @@ def outputs_match(outs: list[np.ndarray], refs: list[np.ndarray], *, rtol: float
         for a, b in zip(outs, refs))
 
 
-def _flatten(value: Any) -> list[np.ndarray]:
+def flatten_outputs(value: Any) -> list[np.ndarray]:
+    """A VM result (a tensor, or a tuple of them, nested) as a flat list of NumPy arrays."""
     if hasattr(value, "numpy"):
         return [value.numpy()]
     out: list[np.ndarray] = []
     for item in value:
-        out.extend(_flatten(item))
+        out.extend(flatten_outputs(item))
     return out

@@ -1,5 +1,5 @@
 """The ``msviz`` command: ``demo``, ``tune``, ``coverage``, ``report``, ``show``, ``compare``,
-``bundle``, ``reproduce``, ``migrate`` and ``devices``."""
+``bundle``, ``reproduce``, ``migrate``, ``devices``, ``shapes`` and ``build``."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from msviz.archive.bundle import write_bundle
 from msviz.archive.export import export as export_trials
 from msviz.archive.merge import merge_text
 from msviz.archive.migrate import migrate_work_dir, parse_workload_flags
+from msviz.cli import deploy as deploy_cli
 from msviz.cli import shapes as shapes_cli
 from msviz.cli.flags import check_library_paths, force_flag, joined_negative_values, tune_flags
 from msviz.cli.flags import count as _count
@@ -400,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--key", help="the device key to report on (default: all)")
     devices.set_defaults(func=_cmd_devices)
     shapes_cli.add_parser(sub)
+    deploy_cli.add_parser(sub)
     return parser
 
 

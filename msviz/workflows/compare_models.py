@@ -18,12 +18,13 @@ from msviz.engine.measure.requests import (
     compare_model_builds,
 )
 from msviz.engine.measure.runner import evaluator_config
-from msviz.errors import MsvizError
+from msviz.errors import MsvizError, WorkDirError
 from msviz.records import database as db_files
 from msviz.records.model_profile import last_entry, model_of_run
 from msviz.records.sidecar import read_sidecar
 
-__all__ = ["compare_models"]
+__all__ = ["check_holds_model", "check_records", "check_work_dir", "checked_settings",
+           "compare_models", "model_named"]
 
 
 def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
@@ -52,14 +53,9 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
     """
     dirs = [Path(x) for x in (a, b) if isinstance(x, (str, Path))]
     for work_dir in dirs:  # before the model is looked for in it
-        if not work_dir.is_dir() or not all((work_dir / n).is_file() for n in (
-                db_files.WORKLOAD_FILE, db_files.RECORD_FILE)):
-            why = ("it does not exist" if not work_dir.exists() else
-                   f"it holds no {db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE}")
-            raise FileNotFoundError(f"{work_dir} is not a work dir ({why}): pass the work dirs "
-                                    "of two tunings of one model")
-    settings = _checked_settings(number, repeat, min_repeat_ms)
-    named = {d: _model_named(d) for d in dirs}
+        check_work_dir(work_dir, "pass the work dirs of two tunings of one model")
+    settings = checked_settings(number, repeat, min_repeat_ms)
+    named = {d: model_named(d) for d in dirs}
     if len({m for m in named.values() if m is not None}) > 1:
         raise MsvizError(
             "compare_models compares two tunings of one model: "
@@ -76,7 +72,7 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
         model = models.load(model)
     target = compat.make_target(target)
     if dirs:
-        _check_holds_model(dirs, named, model, target)
+        check_holds_model(dirs, named, model, target)
     labels = list(names) if names is not None else [
         Path(x).name if isinstance(x, (str, Path)) else key for x, key in ((a, "a"), (b, "b"))]
     if len(labels) != 2 or labels[0] == labels[1]:
@@ -85,7 +81,18 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
                                 draws=draws, **settings)
 
 
-def _checked_settings(number: Any, repeat: Any, min_repeat_ms: Any) -> dict[str, int]:
+def check_work_dir(work_dir: Path, advice: str) -> None:
+    """Refuse a path that is not a work dir (missing, or without MetaSchedule's two database
+    files), saying why and ``advice``."""
+    if not work_dir.is_dir() or not all((work_dir / n).is_file() for n in (
+            db_files.WORKLOAD_FILE, db_files.RECORD_FILE)):
+        why = ("it does not exist" if not work_dir.exists() else
+               f"it holds no {db_files.WORKLOAD_FILE} and {db_files.RECORD_FILE}")
+        raise WorkDirError(f"{work_dir} is not a work dir ({why}): {advice}")
+
+
+def checked_settings(number: Any, repeat: Any, min_repeat_ms: Any, *,
+                     caller: str = "compare_models") -> dict[str, int]:
     """The timing settings, checked as a Session checks its ``evaluator_config`` (one check:
     :func:`~msviz.engine.measure.runner.evaluator_config`): ``number=0`` would time nothing
     and report ``nan``."""
@@ -93,13 +100,13 @@ def _checked_settings(number: Any, repeat: Any, min_repeat_ms: Any) -> dict[str,
         config = evaluator_config({"number": number, "repeat": repeat,
                                    "min_repeat_ms": min_repeat_ms})
     except (TypeError, ValueError) as err:
-        raise type(err)(f"compare_models: {err} (number, repeat and min_repeat_ms are the "
+        raise type(err)(f"{caller}: {err} (number, repeat and min_repeat_ms are the "
                         "evaluator settings a Session takes)") from None
     return {"number": int(config.number), "repeat": int(config.repeat),
             "min_repeat_ms": int(config.min_repeat_ms)}
 
 
-def _model_named(work_dir: Path) -> str | None:
+def model_named(work_dir: Path) -> str | None:
     """The catalogue model a msviz work dir's environment line names (None: none named)."""
     env = last_entry(read_sidecar(work_dir).other, "environment")
     found = env.get("model") if env is not None else None
@@ -108,22 +115,33 @@ def _model_named(work_dir: Path) -> str | None:
     return None
 
 
-def _check_holds_model(dirs: list[Path], named: dict[Path, str | None], model: Any,
-                       target: Any) -> None:
+def check_records(work_dir: Path, verb: str = "compare") -> set[str]:
+    """Refuse a work dir that holds no tuning record (nothing of it to ``verb``); returns its
+    records' targets (as the file holds them)."""
+    targets = workloads_held(work_dir)[1]
+    if not targets:
+        raise MsvizError(f"{work_dir} holds no tuning record: there is nothing of it to "
+                         f"{verb} (tune it first, or pass another work dir)")
+    return targets
+
+
+def check_holds_model(dirs: list[Path], named: dict[Path, str | None], model: Any,
+                      target: Any, *, doing: tuple[str, str] = ("compare", "compared"),
+                      advice: str = "compare two work dirs of one model, or pass model= for "
+                      "the model both were tuned for") -> list:
     """Refuse a work dir none of whose records is of a task of ``model``: ``compile_relax``
     would match nothing in it and build the model untuned, and the comparison would time an
-    untuned build as that dir's."""
+    untuned build as that dir's (a deployed model would be an untuned one). ``doing`` (the
+    verb and its participle) and ``advice`` word the refusal. Returns the model's tasks."""
     tasks = model.extract_tasks(target)
     for work_dir in dirs:
-        used, targets = workloads_held(work_dir)
-        if not targets:
-            raise MsvizError(f"{work_dir} holds no tuning record: there is nothing of it to "
-                             "compare (tune it first, or pass another work dir)")
+        check_records(work_dir, doing[0])
+        used = workloads_held(work_dir)[0]
         if not any(holds_workload(used, t.workload) for t in tasks):
             what = (f"was tuned for {named[work_dir]!r}" if named.get(work_dir) else
                     f"holds records of {len(used)} workload(s)")
             raise MsvizError(
-                f"{work_dir} {what}, none of them a task of the model compared "
+                f"{work_dir} {what}, none of them a task of the model {doing[1]} "
                 f"({model.name!r}: {', '.join(t.name for t in tasks[:4])}"
-                f"{' ...' if len(tasks) > 4 else ''}): compare two work dirs of one model, or "
-                "pass model= for the model both were tuned for")
+                f"{' ...' if len(tasks) > 4 else ''}): {advice}")
+    return tasks

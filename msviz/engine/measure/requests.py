@@ -1,5 +1,6 @@
 """The measuring service's requests that are not a list of schedules: a trial's result check,
-a model profiled anew, a forced schedule (why-not) timed. Each builds and runs kernels, so each
+a model profiled anew, a forced schedule (why-not) timed, a tuned model built, run and exported
+(``msviz.build``). Each builds and runs kernels, so each
 holds :data:`~msviz.engine.measure.service.MEASURING_LOCK`, the lock every build and run of
 :class:`~msviz.engine.measure.service.MeasuringService` holds: one measurement at a time in this
 process, so a check never times against a tuning batch on the same cores.
@@ -18,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from msviz import compat
+from msviz.bench import deploy
 from msviz.bench import draws as draws_mod
 from msviz.bench.draws import DEFAULT_DRAWS
 from msviz.bench.model_check import run_check
@@ -39,12 +41,16 @@ __all__ = [
     "DEFAULT_DRAWS",
     "DEFAULT_ROUNDS",
     "PairedComparison",
+    "build_tuned_model",
+    "build_untuned_model",
     "check_model_end_to_end",
     "check_trial",
     "compare_model_builds",
+    "export_model_build",
     "measure_forced",
     "model_profile_of",
     "profile_run",
+    "run_model_build",
 ]
 
 
@@ -206,3 +212,33 @@ def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed
             builds[label] = what
     return compare_builds(builds, model.random_inputs(seed), model.func_name,
                           device=compat.device_type(target), **timing)
+
+
+def build_tuned_model(model: Any, tasks: list, work_dir: Any, target: Any
+                      ) -> tuple[Any, list[str]]:
+    """``model`` built with the work dir's best records and its tasks with no record there
+    (:func:`msviz.bench.deploy.build_tuned`), under the lock."""
+    with MEASURING_LOCK:
+        return deploy.build_tuned(model, tasks, work_dir, target)
+
+
+def build_untuned_model(model: Any, target: Any) -> Any:
+    """``model`` built untuned (``tvm.compile``), under the lock."""
+    with MEASURING_LOCK:
+        return deploy.build_untuned(model, target)
+
+
+def run_model_build(exe: Any, vm: Any, func_name: str, arrays: Sequence[Any], target: Any
+                    ) -> tuple[Any, list[Any]]:
+    """A build run once on ``arrays`` (NumPy) in this process, under the lock: its VM (made on
+    the first call: pass back the one returned) and its outputs as NumPy arrays."""
+    with MEASURING_LOCK:
+        vm = deploy.vm_of(exe, target) if vm is None else vm
+        return vm, deploy.run_build(vm, func_name, arrays, target)
+
+
+def export_model_build(exe: Any, path: Any) -> None:
+    """A build exported as one shared library (``export_library``, which runs the host
+    compiler), under the lock."""
+    with MEASURING_LOCK:
+        deploy.export_build(exe, path)
