@@ -1,4 +1,4 @@
-"""``msviz.compare_models``: two work dirs of one model built with ``compile_relax`` and timed
+"""``msviz.compare_models``: two work dirs of one model built with ``Model.compile`` and timed
 in paired rounds, in the engine's measuring room (never beside another measurement of this
 process)."""
 
@@ -62,9 +62,9 @@ def test_compare_builds_and_times_under_the_measuring_lock(mlp_dir: Path, tmp_pa
         return original_compile(*args, **kwargs)
 
     original = paired_models.compare_builds
-    original_compile = msviz.compat.ms.relax_integration.compile_relax
+    original_compile = msviz.models.Model.compile
     monkeypatch.setattr(paired_models, "compare_builds", watched)
-    monkeypatch.setattr(msviz.compat.ms.relax_integration, "compile_relax", watched_compile)
+    monkeypatch.setattr(msviz.models.Model, "compile", watched_compile)
     assert len(_compare(mlp_dir, other).ratio) == 2
     assert free == [False, False, False]  # two builds and the timing, each under the lock
     assert lock_free_elsewhere(MEASURING_LOCK)  # and released after
