@@ -177,7 +177,8 @@ def test_the_tuned_build_lays_the_weights_out_once_and_gives_the_same_output(
 
 
 def test_a_work_dir_says_its_graph_and_is_rebuilt_on_it(tuned_block: Path) -> None:
-    from msviz.records.model_profile import model_of_run
+    from msviz.engine.arguments import on_tuned_graph
+    from msviz.records.model_profile import graph_of_run, model_of_run
     from msviz.records.sidecar import read_sidecar
 
     run = msviz.open(tuned_block)
@@ -185,8 +186,12 @@ def test_a_work_dir_says_its_graph_and_is_rebuilt_on_it(tuned_block: Path) -> No
     assert (model["graph"], model["graph_report"]["folded_convs"]) == ("expert", 2)
     entries = read_sidecar(tuned_block).other
     assert model_of_run(tuned_block, entries).graph == "expert"
-    # a line from before the expert graph (no "graph"): stock's
+    assert model_of_run(tuned_block, entries, models.build("resnet-block").on_graph(
+        "stock")).graph == "expert"  # the line's graph, whatever model is passed
+    # a line that does not say (msviz before the expert graph, stock's work dirs): the graph
+    # whose tasks the records are of
     old = [dict(e, model={"name": "resnet-block", "source": "resnet-block"})
            if e.get("kind") == "environment" else e for e in entries]
-    assert model_of_run(tuned_block, old).graph == "stock"
-    assert model_of_run(tuned_block, old, "resnet-block").graph == "stock"
+    assert graph_of_run(old) is None
+    stock = models.build("resnet-block").on_graph("stock")
+    assert on_tuned_graph(stock, tuned_block, old, TARGET).graph == "expert"

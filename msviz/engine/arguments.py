@@ -10,14 +10,17 @@ import numbers
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from msviz import compat, models
 from msviz.errors import MsvizWarning, WorkDirError, WriteError
+from msviz.models import graph_passes
 from msviz.records import database as db_files
 from msviz.records import targets
 from msviz.records.library import Library
+from msviz.records.model_profile import graph_of_run
 from msviz.workloads import resolve
 
 __all__ = [
@@ -296,6 +299,22 @@ def holds_workload(entries: list, workload: Any) -> bool:
         if compat.structural_equal(stored, workload.mod):
             return True
     return False
+
+
+def on_tuned_graph(found: Any, work_dir: Any, entries: Sequence[dict], target: Any) -> Any:
+    """Model ``found`` on the graph a work dir was tuned on: the one its environment line
+    names, else (stock MetaSchedule's work dirs, msviz's before the expert graph) the graph
+    more of whose tasks it holds records of (stock's on a tie): built on the other graph, most
+    tasks would run untuned."""
+    graph = graph_of_run(entries)
+    if graph is not None:
+        return found.on_graph(graph)
+    used = workloads_held(Path(work_dir))[0]
+    held = {graph: sum(holds_workload(used, t.workload)
+                       for t in found.on_graph(graph).extract_tasks(target))
+            for graph in graph_passes.GRAPHS}
+    best = max(graph_passes.GRAPHS, key=lambda g: (held[g], g == graph_passes.STOCK))
+    return found.on_graph(best)
 
 
 def tasks_of(workload: Any, target: Any, *, params: dict | None = None,

@@ -45,35 +45,37 @@ def last_entry(entries: Sequence[dict], kind: str) -> dict | None:
     return next((e for e in reversed(entries) if e.get("kind") == kind), None)
 
 
-def graph_of_run(entries: Sequence[dict]) -> str:
-    """The graph a work dir's model was tuned on: the one its ``environment`` line names;
-    stock's for a line that names none (msviz before the expert graph) and for a work dir with
-    no environment line (stock MetaSchedule's own)."""
+def graph_of_run(entries: Sequence[dict]) -> str | None:
+    """The graph a work dir's model was tuned on, as its ``environment`` line names it; None
+    when nothing says (stock MetaSchedule's work dirs, msviz's before the expert graph): see
+    :func:`msviz.engine.arguments.model_for_work_dir`, which then asks the records."""
     env = last_entry(entries, "environment")
-    if env is None:
-        return graph_passes.STOCK
-    found = env.get("model") if isinstance(env.get("model"), dict) else {}
+    found = env.get("model") if env is not None and isinstance(env.get("model"), dict) else {}
     graph = found.get("graph")
-    return graph if graph in graph_passes.GRAPHS else graph_passes.STOCK
+    return graph if graph in graph_passes.GRAPHS else None
 
 
 def model_of_run(work_dir: Any, entries: Sequence[dict], model: Any = None) -> Any:
-    """The model a work dir was tuned for, on the graph it was tuned on (:func:`graph_of_run`):
-    ``model`` (anything :func:`msviz.models.load` takes), else the catalogue model or the
-    ``.onnx`` file its sidecar's ``environment`` line names."""
+    """The model a work dir was tuned for, on the graph its environment line names (else the
+    model's own): ``model`` (anything :func:`msviz.models.load` takes), else the catalogue
+    model or the ``.onnx`` file the line names."""
     graph = graph_of_run(entries)
+
+    def on_graph(found: Any) -> Any:
+        return found if graph is None else found.on_graph(graph)
+
     if model is not None:
-        return models.load(model).on_graph(graph)
+        return on_graph(models.load(model))
     env = last_entry(entries, "environment")
     if env is not None and isinstance(env.get("model"), dict):
         source, file = env["model"].get("source"), env["model"].get("file")
         if isinstance(source, str) and source in models.MODELS:
-            return models.load(source).on_graph(graph)
+            return on_graph(models.load(source))
         if isinstance(file, str) and file.lower().endswith(".onnx"):
             if not Path(file).is_file():
                 raise MsvizError(f"{work_dir} was tuned for the ONNX model {file}, which is no "
                                  "longer there: pass model= (the .onnx path)")
-            return models.load(file).on_graph(graph)
+            return on_graph(models.load(file))
     if env is not None and env.get("model") is None and "model" in env:
         raise MsvizError(f"{work_dir} was tuned for one PrimFunc, not a model: there is no "
                          "model to profile")

@@ -66,7 +66,7 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
             raise ValueError("pass model= to compare two builds of it")
         first = next((d for d in dirs if named[d] is not None), dirs[0])
         model = model_of_run(first, read_sidecar(first).other)
-    elif dirs:  # on the graph the work dirs were tuned on
+    elif dirs:  # on the graph the work dirs were tuned on (each build on its own)
         model = model_of_run(dirs[0], read_sidecar(dirs[0]).other, model)
     else:
         model = models.load(model)

@@ -16,14 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from msviz import compat, models
+from msviz import compat
 from msviz.archive.writer import output_dir
-from msviz.engine.arguments import holds_workload, workloads_held
+from msviz.engine.arguments import on_tuned_graph
 from msviz.engine.measure import requests
 from msviz.engine.measure.requests import DEFAULT_DRAWS, DEFAULT_ROUNDS, PairedComparison
 from msviz.engine.session import Session
 from msviz.errors import MsvizError
-from msviz.models import graph_passes
 from msviz.records import Run
 from msviz.records.model_profile import last_entry, model_of_run
 from msviz.records.sidecar import read_sidecar
@@ -90,30 +89,14 @@ def build(source: Any, *, model: Any = None, target: Any = None) -> TunedModel:
         raise MsvizError(f"{work_dir} was tuned for one PrimFunc, not a model: use "
                          f"msviz.open({str(work_dir)!r}).best() for its best schedule")
     targets = check_records(work_dir, "build")
-    given = model
     model = model_of_run(work_dir, entries, model)
     target = _target_of(target, targets, work_dir)
-    if not isinstance(given, models.Model) and not (
-            env is not None and isinstance(env.get("model"), dict) and "graph" in env["model"]):
-        model = _on_held_graph(model, work_dir, target)
+    model = on_tuned_graph(model, work_dir, entries, target)
     tasks = check_holds_model([work_dir], {work_dir: model_named(work_dir)}, model, target,
                               doing=("build", "built"),
                               advice="pass model= for the model it was tuned for")
     exe, fallback = requests.build_tuned_model(model, tasks, work_dir, target)
     return TunedModel(model, exe, target, work_dir, [t.name for t in tasks], fallback)
-
-
-def _on_held_graph(model: Any, work_dir: Path, target: Any) -> Any:
-    """``model`` on the graph (expert or stock) more of whose tasks the work dir holds records
-    of, for a work dir whose environment does not name its graph (tuned before graphs were
-    recorded): built on the other graph, most tasks would fall back to untuned."""
-    used = workloads_held(work_dir)[0]
-    held = {}
-    for graph in graph_passes.GRAPHS:
-        tasks = model.on_graph(graph).extract_tasks(target)
-        held[graph] = sum(holds_workload(used, t.workload) for t in tasks)
-    best = max(graph_passes.GRAPHS, key=lambda g: (held[g], g == model.graph))
-    return model.on_graph(best)
 
 
 def _target_of(target: Any, held: set[str], work_dir: Path) -> Any:

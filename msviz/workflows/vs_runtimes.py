@@ -24,6 +24,7 @@ import pandas as pd
 
 from msviz import compat, models
 from msviz.archive.sidecar_writer import SidecarWriter
+from msviz.engine.arguments import on_tuned_graph
 from msviz.engine.measure.requests import DEFAULT_DRAWS
 from msviz.engine.measure.run_actions import open_run
 from msviz.engine.measure.runtimes import compare_runtimes
@@ -200,6 +201,7 @@ def vs_runtimes(work_dir: Any, runtimes: Sequence[str] = ("onnxruntime", "openvi
         raise MsvizError(f"{path} holds no tuning record: there is no target to build "
                          f"model {found.name!r} for")
     target = run.trial(0).record.target or compat.make_target("llvm")
+    found = on_tuned_graph(found, path, run.sidecar_entries, target)
     tasks = found.extract_tasks(target)
     database = compat.JSONDatabase(work_dir=str(path))
     if not any(database.has_workload(t.workload.mod) for t in tasks):

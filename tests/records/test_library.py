@@ -94,9 +94,11 @@ def tuned_library(factory: pytest.TempPathFactory) -> Tuned:
     host, generic = compat.make_target("llvm"), tvm.target.Target(GENERIC)
     root = factory.getbasetemp() / "library"
     full, team, linear_dir = root / "full" / "mlp", root / "team", root / "src" / "linear"
-    mlp = models.load("mlp")
+    # stock MetaSchedule's graph: these are stock's own work dirs (tune_relax, tune_tir)
+    mlp = models.load("mlp").on_graph("stock")
     tasks = mlp.extract_tasks(host)
-    linear = models.from_nn(Linear(), {"x": nn.spec.Tensor((4, 128), "float32")}, name="linear")
+    linear = models.from_nn(Linear(), {"x": nn.spec.Tensor((4, 128), "float32")},
+                            name="linear").on_graph("stock")
     (linear_task,) = linear.extract_tasks(host)
     if not (root / "done").is_file():
         compat.quiet_ipython_printing()

@@ -26,11 +26,11 @@ from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_model
 from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
 from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_inputs
+from msviz.engine.arguments import on_tuned_graph
 from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.errors import MsvizError
 from msviz.records.model_profile import (
     DEFAULT_THRESHOLD,
-    graph_of_run,
     model_of_run,
     model_profile_frame,
 )
@@ -123,6 +123,7 @@ def profile_run(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRES
         raise MsvizError(f"{run.work_dir} holds no tuning record: there is no target to build "
                          f"model {model.name!r} for")
     target = run.trial(0).record.target or compat.make_target("llvm")
+    model = on_tuned_graph(model, run.work_dir, run.sidecar_entries, target)
     tasks = model.extract_tasks(target)
     database = compat.JSONDatabase(work_dir=str(run.work_dir))
     if not any(database.has_workload(t.workload.mod) for t in tasks):
@@ -206,8 +207,9 @@ def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed
             if not Path(what).is_dir():
                 raise FileNotFoundError(f"{what} is not a work dir")
             database = compat.JSONDatabase(work_dir=str(what))
-            graph = graph_of_run(read_sidecar(what).other)  # each on the graph it was tuned on
-            builds[label] = model.on_graph(graph).compile(database, target)
+            # each on the graph it was tuned on
+            tuned = on_tuned_graph(model, what, read_sidecar(what).other, target)
+            builds[label] = tuned.compile(database, target)
         else:
             builds[label] = what
     return compare_builds(builds, model.random_inputs(seed), model.func_name,
