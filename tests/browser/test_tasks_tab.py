@@ -178,6 +178,16 @@ def test_tasks_tab_shows_the_model_profile(lab_server: LabServer, tmp_path: Path
             _wait(driver, "return document.querySelectorAll('.msviz-tasks-view .js-plotly-plot "
                   ".barlayer .point').length > 0", timeout=60, what="the model profile bars")
             _settled(lambda: driver.execute_script(_BARS), lambda gs: bool(gs))
+            # the Graph line above the task table: what the graph passes did to the MLP
+            # (nothing to fold, 4 tasks and 5 calls on either graph, 3 matmul tasks prepacked)
+            graph = driver.find_element("css selector", ".msviz-tasks-view .msviz-graph")
+            driver.execute_script("arguments[0].scrollIntoView()", graph)
+            time.sleep(0.5)
+            driver.save_screenshot(str(ARTIFACTS / "tab-tasks-graph.png"))
+            report["graph"] = graph.text
+            assert graph.text == (
+                "Graph: no batch norm to fold; 4 tasks on stock's graph -> 4, 5 kernel calls a "
+                "run -> 5; weights prepacked for 3 tasks"), graph.text
             driver.execute_script(
                 "document.querySelector('.msviz-model-profile').scrollIntoView()")
             time.sleep(0.5)  # the scroll, before the screenshot only
