@@ -49,13 +49,16 @@ def _open_tab(driver, title: str) -> None:
 
 
 def _rows_and_progress(driver, timeout: float = 60) -> tuple[int, str]:
-    """The trials table's rows and the progress line, once the line counts as many trials as
-    the table holds: they are separate widgets, which the page may update one after the other
-    (as fast as the host allows); after ``timeout``, as they are (the checks then fail)."""
+    """The trials the table holds (its pager's count: a page shows 50 rows) and the progress
+    line, once the line counts as many trials as the table holds: they are separate widgets,
+    which the page may update one after the other (as fast as the host allows); after
+    ``timeout``, as they are (the checks then fail)."""
     deadline = time.monotonic() + timeout
     while True:
         rows, progress = driver.execute_script(
-            "return [document.querySelectorAll('.msviz-tt tbody tr').length,"
+            "const info = document.querySelector('.msviz-tt-info');"
+            "const m = info && info.textContent.match(/([0-9]+) trials/);"
+            "return [m ? Number(m[1]) : document.querySelectorAll('.msviz-tt tbody tr').length,"
             " [...document.querySelectorAll('.msviz-dashboard .widget-html')]"
             ".map(e => e.textContent.trim()).find(t => /^[0-9]+\\/[0-9]+ trials/.test(t))]")
         if (progress or "").startswith(f"{rows}/") or time.monotonic() > deadline:
@@ -84,8 +87,10 @@ def test_dashboard_in_jupyterlab(lab_server: LabServer, tmp_path: Path) -> None:
         _click(driver, ".msviz-dashboard .msviz-step-batch")
         # a batch asks for 8 and may get fewer: PickWithEpsGreedy (as the C++) drops a random
         # pick that a score pick of the same batch took (tests/engine/conftest.py batch_column)
-        _wait(driver, f"return document.querySelectorAll('.msviz-tt tbody tr').length"
-              f" > {rows_before}", timeout=240, what="the batch's rows in the table")
+        _wait(driver, "const m = (document.querySelector('.msviz-tt-info') || {})"
+              ".textContent?.match(/([0-9]+) trials/);"
+              f"return (m ? Number(m[1]) : document.querySelectorAll('.msviz-tt tbody tr')"
+              f".length) > {rows_before}", timeout=240, what="the batch's rows in the table")
         _wait(driver, "const e = document.querySelector('.msviz-dashboard .msviz-state');"
               "return e && e.textContent === 'paused'", timeout=120, what="paused again")
         # the table holds every trial the progress line counts
