@@ -20,9 +20,11 @@ from tests.conftest import require
 TARGET = compat.make_target("llvm")
 
 
-def _conv_bn_module(rng: np.random.Generator) -> tuple[tvm.IRModule, dict[str, np.ndarray]]:
+def _conv_bn_module(rng: np.random.Generator, relu: bool = True
+                    ) -> tuple[tvm.IRModule, dict[str, np.ndarray]]:
     """conv2d then a batch norm written as ONNX's frontend writes it (subtract the mean,
-    divide by sqrt(var + eps), multiply by gamma, add beta), then relu; weights as constants."""
+    divide by sqrt(var + eps), multiply by gamma, add beta), then relu (or, ``relu=False``,
+    the batch norm's add is the model's output); weights as constants."""
     w = rng.standard_normal((8, 3, 3, 3)).astype("float32")
     mean, var = rng.standard_normal(8).astype("float32"), rng.random(8).astype("float32") + 0.5
     gamma, beta = rng.standard_normal(8).astype("float32"), rng.standard_normal(8).astype("float32")
@@ -39,13 +41,16 @@ def _conv_bn_module(rng: np.random.Generator) -> tuple[tvm.IRModule, dict[str, n
             y = bb.emit(relax.op.divide(y, bb.emit(relax.op.sqrt(relax.op.add(
                 c(var), relax.const(1e-5, "float32"))))))
             y = bb.emit(relax.op.multiply(y, c(gamma)))
-            y = bb.emit(relax.op.add(y, c(beta)))
-            out = bb.emit_output(bb.emit(relax.op.nn.relu(y)))
+            if relu:
+                out = bb.emit_output(bb.emit(relax.op.nn.relu(bb.emit(relax.op.add(y, c(beta))))))
+            else:
+                out = bb.emit_output(relax.op.add(y, c(beta)))
         bb.emit_func_output(out)
     return bb.get(), {"w": w, "mean": mean, "var": var, "gamma": gamma, "beta": beta}
 
 
-def _numpy_conv_bn_relu(x: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
+def _numpy_conv_bn_relu(x: np.ndarray, p: dict[str, np.ndarray], relu: bool = True
+                        ) -> np.ndarray:
     """The same network in numpy (float64): a 3x3 convolution, padding 1, by hand."""
     xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (1, 1), (1, 1)))
     w = p["w"].astype("float64")
@@ -55,7 +60,7 @@ def _numpy_conv_bn_relu(x: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
             out += np.einsum("chw,oc->ohw", xp[0, :, i:i + 10, j:j + 10], w[:, :, i, j])[None]
     scale = (p["gamma"] / np.sqrt(p["var"].astype("float64") + 1e-5))[None, :, None, None]
     out = (out - p["mean"][None, :, None, None]) * scale + p["beta"][None, :, None, None]
-    return np.maximum(out, 0.0)
+    return np.maximum(out, 0.0) if relu else out
 
 
 def _ops(mod: tvm.IRModule) -> list[str]:
@@ -69,20 +74,25 @@ def _ops(mod: tvm.IRModule) -> list[str]:
     return names
 
 
-def test_a_batch_norm_is_folded_into_the_convolution_and_the_output_is_numpys() -> None:
+@pytest.mark.parametrize("relu", [True, False], ids=["then-relu", "as-the-output"])
+def test_a_batch_norm_is_folded_into_the_convolution_and_the_output_is_numpys(
+        relu: bool) -> None:
+    """Also where the batch norm's last op is the model's output (a feature extractor, a
+    MobileNet head): the fold's bias add must stay an output of the dataflow block."""
     rng = np.random.default_rng(3)
-    mod, params = _conv_bn_module(rng)
+    mod, params = _conv_bn_module(rng, relu)
     with TARGET:
         mod = relax.transform.FoldConstant()(mod)
     folded, convs, ops = graph_passes.fold_scale_shift(mod)
     assert (convs, ops) == (1, 4)
+    relax.analysis.well_formed(folded)  # raises on a dataflow var used outside its block
     # what is left: the convolution with new weights, one bias add, the relu
-    assert sorted(_ops(folded)) == ["relax.add", "relax.nn.conv2d", "relax.nn.relu"]
+    assert sorted(_ops(folded)) == ["relax.add", "relax.nn.conv2d"] + ["relax.nn.relu"] * relu
     x = rng.standard_normal((1, 3, 10, 10)).astype("float32")
     with TARGET:
         exe = tvm.compile(folded, target=TARGET)
     out = relax.VirtualMachine(exe, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
-    ref = _numpy_conv_bn_relu(x, params)
+    ref = _numpy_conv_bn_relu(x, params, relu)
     assert np.abs(ref).max() > 1.0
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-4 * np.abs(ref).max())
 

@@ -89,8 +89,8 @@ class GraphReport:
         parts = [f"batch norm folded into {_n(self.folded_convs, 'convolution')}"
                  if self.folded_convs else "no batch norm to fold"]
         if None not in (self.tasks, self.calls, self.stock_tasks, self.stock_calls):
-            parts.append(f"{self.stock_tasks} tasks on stock's graph -> {self.tasks}, "
-                         f"{self.stock_calls} kernel calls a run -> {self.calls}")
+            parts.append(f"{_n(self.stock_tasks, 'task')} on stock's graph -> {self.tasks}, "
+                         f"{_n(self.stock_calls, 'kernel call')} a run -> {self.calls}")
         parts.append(f"weights prepacked for {_n(self.prepacked_tasks, 'task')}"
                      if self.prepacked_tasks else "weights not prepacked")
         return "; ".join(parts)
@@ -262,7 +262,10 @@ class _Folder(tvm.relax.PyExprMutator):
         new_conv = self.builder_.emit(relax.Call(conv.op, [data, relax.const(weight)],
                                                  conv.attrs))
         shift = relax.const(chain.shift.astype("float32").reshape(1, -1, 1, 1))
-        out = self.builder_.emit(relax.op.add(new_conv, shift))
+        add = relax.op.add(new_conv, shift)
+        # a chain that ends at an output of its dataflow block stays an output of it
+        out = self.builder_.emit(add) if isinstance(var, relax.DataflowVar) else \
+            self.builder_.emit_output(add)
         self.set_var_remap(var, out)
         self.folded += 1
         self.ops += chain.ops
@@ -286,6 +289,14 @@ def fold_scale_shift(mod: tvm.IRModule) -> tuple[tvm.IRModule, int, int]:
     for gvar, func in mod.functions_items():
         if isinstance(func, tvm.relax.Function):
             out[gvar] = folder.visit_expr(func)
+    if folder.folded:
+        try:
+            tvm.relax.analysis.well_formed(out)  # raises on the first violation
+        except Exception as err:
+            raise WorkloadError(
+                f"msviz's batch-norm fold made an ill-formed module ({folder.folded} "
+                f"convolutions folded: {str(err).splitlines()[0][:200]}); tune this model on "
+                "stock's graph (graph=\"stock\") and report the model") from None
     return out, folder.folded, folder.ops
 
 
