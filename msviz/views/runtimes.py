@@ -127,9 +127,9 @@ def runtimes_figure(info: RuntimesInfo) -> Any:
     gap first (the gap written at TVM's bar), and ONNX Runtime's unmatched nodes as "other"."""
     tasks = [t for t in info.tasks if t.tvm_us is not None or t.ort_us is not None]
     fig = go.Figure(layout={
-        "title": "Per task: TVM in the model vs ONNX Runtime (largest gap first)",
+        "title": {"text": "TVM in the model vs ONNX Runtime", "x": 0.01},
         "barmode": "group", "height": 140 + 44 * max(1, len(tasks) + 1),
-        "margin": {"l": 60, "r": 30, "t": 50, "b": 45}, "xaxis": {"title": "µs per model run"},
+        "margin": {"l": 60, "r": 30, "t": 60, "b": 45}, "xaxis": {"title": "µs per model run"},
         "yaxis": {"autorange": "reversed", "automargin": True},
         "legend": {"orientation": "h", "y": -0.2}})
     if not tasks:
@@ -185,7 +185,8 @@ def runtimes_html(info: RuntimesInfo | None) -> str:
         f"<td style='text-align:left'>{html.escape(', '.join(t.ops))}</td></tr>"
         for t in info.tasks]
     task_rows.append(f"<tr class='msviz-runtime-other'><td style='text-align:left'>other "
-                     f"({info.other_nodes} ORT nodes of no task)</td><td></td><td></td>"
+                     f"({info.other_nodes} ORT node{'' if info.other_nodes == 1 else 's'} of no "
+                     "task)</td><td></td><td></td>"
                      f"<td>{info.other_us:.2f}</td><td colspan='6'></td></tr>")
     peak = (f"fp32 peak {info.peak_gflops:.1f} GFLOPS" if info.peak_gflops else
             "fp32 peak not measured")

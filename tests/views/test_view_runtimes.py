@@ -42,7 +42,7 @@ def test_empty_runtimes_info_warns_and_draws_a_note() -> None:
         info = runtimes_info(None)
     assert (info.whole, info.tasks, info.nodes) == ((), (), 0)
     fig = runtimes_figure(info)
-    assert fig.layout.title.text.startswith("Per task") and not fig.data
+    assert fig.layout.title.text == "TVM in the model vs ONNX Runtime" and not fig.data
     assert "no per-task comparison" in fig.layout.annotations[0].text
 
 
