@@ -5,6 +5,7 @@ mid-build, addresses that do not answer, Ray not installed."""
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 
 import msviz
@@ -45,6 +47,10 @@ def ray() -> Any:
 
 
 # -- build hooks run on the Ray workers -------------------------------------------------------
+
+
+def _worker_pid() -> int:
+    return os.getpid()
 
 
 def _sleep_then_build(mod: Any, target: Any, params: Any) -> Any:
@@ -212,6 +218,51 @@ def test_a_build_past_its_timeout_is_killed_and_reported_as_the_local_builder_do
     for r in again:
         out, expected = _gmm_output(compat.load_module(r.artifact_path))
         np.testing.assert_allclose(out, expected, rtol=1e-4)
+
+
+# -- the local instance's network -------------------------------------------------------------
+
+
+def _is_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    return (getattr(address, "ipv4_mapped", None) or address).is_loopback  # ::ffff:127.0.0.1
+
+
+def test_the_local_instance_listens_on_loopback_only(ray: Any) -> None:
+    # The module's instance, started by msviz.ray_builder after `import ray` (as a notebook
+    # may). Its processes are this one (the driver) and its descendants: gcs_server, raylet,
+    # agents, monitor, workers. Their listening TCP sockets, read from the kernel, not from the
+    # arguments msviz gave Ray.
+    worker = ray.get(ray.remote(_worker_pid).remote())  # one tiny task: a worker that ran it
+    me = psutil.Process()
+    names = {}
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            names[proc.pid] = proc.name()
+        except psutil.Error:  # ended meanwhile (it listens no more)
+            pass
+    listening = [(names[c.pid], c.pid, c.laddr.ip, c.laddr.port)
+                 for c in psutil.net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN and c.pid in names]
+    ports: dict[int, set[int]] = {}
+    for _, pid, _, port in listening:
+        ports.setdefault(pid, set()).add(port)
+    # they are the instance's: its GCS port, the raylet, the worker and the driver listen
+    # (else an empty list would pass the check below)
+    gcs = [pid for pid, name in names.items() if name == "gcs_server"]
+    raylet = [pid for pid, name in names.items() if name == "raylet"]
+    assert len(gcs) == 1 and len(raylet) == 1, names
+    gcs_port = int(ray.get_runtime_context().gcs_address.rsplit(":", 1)[1])
+    assert gcs_port in ports.get(gcs[0], set()), listening
+    for pid in (raylet[0], worker, me.pid):
+        assert ports.get(pid), (pid, listening)
+    beyond = [entry for entry in listening if not _is_loopback(entry[2])]
+    assert not beyond, f"listening beyond loopback (process, pid, address, port): {beyond}"
+    # msviz set Ray's "clusters off" for the start only: a later ray.init is as Ray made it
+    # (the value Ray reads from the environment when imported)
+    default = sys.platform not in ("darwin", "win32")
+    setting = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", str(default)).lower()
+    assert ray._private.ray_constants.ENABLE_RAY_CLUSTER == (setting in ("1", "true"))
 
 
 # -- bad input --------------------------------------------------------------------------------

@@ -201,7 +201,7 @@ def test_propose_restriction_before_start_says_there_are_no_trials(tmp_path: Pat
         propose_restriction(session)
 
 
-# -- Ray: a port in range, a local instance on loopback -------------------------------------------
+# -- Ray: a port in range --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1:99999", "ray://10.0.0.5:0"])
@@ -209,19 +209,6 @@ def test_ray_builder_port_out_of_range(address: str) -> None:
     port = address.rsplit(":", 1)[1]
     with pytest.raises(ValueError, match=f"port {port} is out of range \\(a port is 1..65535\\)"):
         msviz.ray_builder(address)
-
-
-def test_a_local_ray_binds_loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    import types
-
-    from msviz.engine.measure.ray_builder import connect
-
-    calls: list[dict] = []
-    fake = types.SimpleNamespace(is_initialized=lambda: False, shutdown=lambda: None,
-                                 init=lambda **kw: calls.append(kw))
-    monkeypatch.setitem(sys.modules, "ray", fake)  # the calls, not a Ray instance
-    assert connect("local") is fake
-    assert calls[0]["address"] == "local" and calls[0]["_node_ip_address"] == "127.0.0.1"
 
 
 # -- open_many of one path ------------------------------------------------------------------------

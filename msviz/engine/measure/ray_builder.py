@@ -21,6 +21,9 @@ Every machine of the cluster needs the same Python packages as the tuning host (
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import ipaddress
 import logging
 import os
 import re
@@ -30,15 +33,19 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from msviz import compat
 from msviz.engine.measure import watchdog
 from msviz.engine.measure.builder import build_artifact
-from msviz.errors import MissingExtraError, RayClusterError
+from msviz.errors import MissingExtraError, MsvizWarning, RayClusterError
 
-#: The address a new local Ray instance binds (Ray serves on its node IP; loopback keeps it
-#: off the network: a Ray cluster runs whatever code reaches it).
+#: The node address of a new local Ray instance. Ray's servers (GCS, raylet, workers, agents,
+#: the autoscaler's metrics) listen on loopback when the node address is loopback, and on all
+#: interfaces otherwise; loopback keeps the instance off the network (a Ray cluster runs
+#: whatever code reaches it). See :func:`_loopback_node`.
 LOCAL_HOST = "127.0.0.1"
 #: Milliseconds a local instance's raylet waits for Ray's metrics agent to start.
 AGENT_START_MS = 120_000
@@ -149,12 +156,15 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         for _ in range(2):
             try:
                 # on loopback only: a local instance is for this machine, never the network
-                ray.init(address="local", num_cpus=num_cpus, _system_config=system,
-                         _node_ip_address=LOCAL_HOST, **options)
-                return ray
+                with _loopback_node():
+                    ray.init(address="local", num_cpus=num_cpus, _system_config=system,
+                             _node_ip_address=LOCAL_HOST, **options)
             except Exception as err:
                 failure = err
                 ray.shutdown()
+                continue
+            _warn_unless_loopback(ray)
+            return ray
         raise RayClusterError(f"could not start a local Ray instance (2 tries): "
                               f"{type(failure).__name__}: {failure}")
     try:
@@ -175,6 +185,54 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         raise RayClusterError(f"could not connect to the Ray cluster at {address}: "
                               f"{type(err).__name__}: {err}") from None
     return ray
+
+
+@contextlib.contextmanager
+def _loopback_node() -> Iterator[None]:
+    """While a local instance starts, Ray's "clusters off" setting: the node address stays
+    ``127.0.0.1``, so every Ray process listens on loopback only.
+
+    ``ray.init(_node_ip_address="127.0.0.1")`` alone does not do it: Ray turns a loopback node
+    address into this machine's network address (``services.resolve_ip_for_localhost``), and
+    then its servers listen on all interfaces (``*:port``). Only with Ray clusters off
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``) does it keep loopback, and Ray reads that variable
+    once, when ``ray`` is imported (``ray._private.ray_constants.ENABLE_RAY_CLUSTER``): this
+    sets the value it gives, for the start only (the node's processes get the address from
+    their command line; a later ``ray.init`` of a cluster is as Ray made it). A Ray without
+    that constant starts as it would; :func:`_warn_unless_loopback` then says so.
+    """
+    try:
+        constants = importlib.import_module("ray._private.ray_constants")
+    except ImportError:
+        constants = None
+    if not hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        yield
+        return
+    before = constants.ENABLE_RAY_CLUSTER
+    constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        constants.ENABLE_RAY_CLUSTER = before
+
+
+def _warn_unless_loopback(ray: Any) -> None:
+    """Warn when the local instance just started has a node address beyond loopback: its
+    processes then listen on all interfaces (a Ray version msviz does not know)."""
+    node = ray.util.get_node_ip_address()
+    try:
+        address = ipaddress.ip_address(node)
+        loopback = (getattr(address, "ipv4_mapped", None) or address).is_loopback
+    except ValueError:
+        loopback = node == "localhost"
+    if not loopback:
+        warnings.warn(
+            f"the local Ray instance msviz started has node address {node}, not loopback: "
+            f"msviz could not keep Ray {getattr(ray, '__version__', '?')} on loopback, so its "
+            f"processes (the GCS at {ray.get_runtime_context().gcs_address}, the raylet, the "
+            "workers) may listen on all interfaces, and whoever reaches their ports can run "
+            "code on this machine; keep it behind a firewall, or end the instance with "
+            "ray.shutdown()", MsvizWarning, stacklevel=4)
 
 
 def _same_cluster(ray: Any, address: str) -> bool:
