@@ -1,4 +1,4 @@
-"""UI speed as users meet it, on a ResNet-50 run of 20,000 trials (28 tasks), each figure with
+"""UI speed as users meet it, on a ResNet-50 run of 20,000 trials (27 tasks), each figure with
 its target (issue 19):
 
 - ``msviz.open`` <= 2 s at 20,000 records (stock and msviz work dirs), <= 5 s at 100,000;

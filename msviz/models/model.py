@@ -29,7 +29,8 @@ LOWER_BASE_BYTES = 512 << 20
 #: Ops that may stay in a lowered module (calls into TIR, the VM and packed functions).
 _LOWERED_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_packed",
                 "relax.call_builtin_with_ctx", "relax.null_value", "relax.call_pure_packed",
-                "relax.call_tir_with_grad", "relax.call_tir_inplace")
+                "relax.call_tir_with_grad", "relax.call_tir_inplace",
+                "relax.reshape")  # a view (RewriteDataflowReshape): the VM's builtin, no kernel
 
 
 class ModelTask(NamedTuple):

@@ -240,18 +240,18 @@ MODELS: dict[str, Recipe] = {
         11, 15, 317_472), **_SEQUENCE),
     "convnet": Recipe(_convnet, CatalogueEntry(
         "small CNN: three 3x3 conv-relu layers (16, 32, 64 ch; the last two stride 2), batch norm "
-        "folded, average pool, fc 10, at 32x32 input", (1, 3, 32, 32), 6, 6, 5_666_122),
+        "folded, average pool, fc 10, at 32x32 input", (1, 3, 32, 32), 5, 5, 5_666_122),
         fold_bn=True),
     "resnet18": Recipe(_resnet18, CatalogueEntry(
         "ResNet-18-shaped network (8 basic blocks, 16-128 ch) at 32x32 input", (1, 3, 32, 32),
-        18, 23, 70_449_802)),
+        17, 22, 70_449_802)),
     "resnet50": Recipe(_resnet50, CatalogueEntry(
         "ResNet-50 v1.5 (bottlenecks [3, 4, 6, 3], stride on the 3x3 conv), batch norm folded "
-        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 28, 57, 673_684_456),
+        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 27, 56, 673_684_456),
         fold_bn=True),
     "mobilenetv2": Recipe(_mobilenetv2, CatalogueEntry(
         "MobileNetV2 1.0 (17 inverted residual blocks, depthwise 3x3, relu6), batch norm folded "
-        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 33, 55, 53_024_104),
+        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 32, 54, 53_024_104),
         fold_bn=True),
     "bert-base": Recipe(_bert_base, CatalogueEntry(
         "BERT-base encoder (12 post-norm layers, hidden 768, 12 heads, FFN 3072, GELU; the "
