@@ -23,6 +23,12 @@ class DecisionError(MsvizError, ValueError):
     """An edited decision that is not valid for its sampling instruction."""
 
 
+class ReplayError(MsvizError, RuntimeError):
+    """A stored trial (or record) whose replay cannot give its stored module here: the message
+    names the trial's target and why (a tensor intrinsic this TVM has not registered, or
+    postprocessors other than those it was made with)."""
+
+
 class MsvizWarning(UserWarning):
     """Something was skipped or repaired while reading; the rest is usable."""
 

@@ -152,16 +152,35 @@ def target_has_features(target: Any, features: tuple[str, ...]) -> bool:
     return bool(tvm.target.codegen.llvm_cpu_has_features(list(features), target))
 
 
+#: The block annotation ``MultiLevelTilingWithIntrin`` leaves for the ``RewriteTensorize``
+#: postproc: the intrinsic it will tensorize with.
+AUTO_TENSORIZE = "meta_schedule.auto_tensorize"
+
+
+def _tensorizes(inst: Any) -> bool:
+    kind = str(inst.kind.name)
+    if kind == "Tensorize":
+        return True
+    return kind == "Annotate" and len(inst.attrs) > 0 and str(inst.attrs[0]) == AUTO_TENSORIZE
+
+
 def register_intrins_for(trace: Any) -> None:
     """Register the tensor intrinsics (:func:`register_tensor_intrins`) if ``trace`` (a Trace,
     or a tuning record's JSON) tensorizes, so reading or replaying it in a fresh process finds
-    ``dot_16x4_vnni`` (msviz's fixed one)."""
+    ``dot_16x4_vnni`` (msviz's fixed one).
+
+    A trace tensorizes when it holds a ``Tensorize`` instruction, and also when it only
+    annotates a block for ``RewriteTensorize`` (a trace without its postproc part, or one made
+    without that postproc): replaying it with that postproc tensorizes, and with the stock
+    ``dot_16x4_vnni`` (which LLVM 22 rejects) where msviz's was not registered first.
+    """
     if _INTRINS_READY:
         return
     if isinstance(trace, Trace):
-        uses = any(str(inst.kind.name) == "Tensorize" for inst in trace.insts)
+        uses = any(_tensorizes(inst) for inst in trace.insts)
     else:
-        uses = '"Tensorize"' in str(trace) or "'Tensorize'" in str(trace)
+        text = str(trace)
+        uses = '"Tensorize"' in text or "'Tensorize'" in text or AUTO_TENSORIZE in text
     if uses:
         register_tensor_intrins()
 

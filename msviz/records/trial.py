@@ -5,12 +5,15 @@ measuring room)."""
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from msviz import compat
+from msviz.records.environment import rules_from_json, rules_to_json
+from msviz.space_generator.rules import RuleSet
 
 __all__ = ["Trial"]
 
@@ -80,6 +83,39 @@ class Trial:
     def mod(self) -> Any:
         """The IRModule after applying the trace."""
         return self.schedule.mod
+
+    def own_postprocs(self) -> list | None:
+        """The postprocessors this trial was made with, where they are not its target's
+        defaults (what :func:`msviz.trace.with_decisions` applies to replay it as stored).
+
+        An msviz session keeps its rules in the sidecar's environment line (a task's own under
+        ``task_rules``); they may hold other postprocessors than the target's defaults (the
+        rule set of another CPU, such as ``RuleSet.default("llvm")`` on an AVX2 host, or none
+        at all). A trace without ``EnterPostproc`` was measured as it was given (a schedule
+        re-measured by hand): no postprocessor.
+
+        Returns
+        -------
+        postprocs : list of Postproc | None
+            None where they are the target's defaults, or not known (a work dir without the
+            sidecar: ``tune_tir`` uses the target's defaults unless given its own).
+        """
+        if not any(inst.kind.name == "EnterPostproc" for inst in self.trace.insts):
+            return []
+        env = getattr(self.run, "environment", None) or {}
+        rules = env.get("rules")
+        task = getattr(self.run, "_task_ids", {}).get(int(self._row["workload"]))
+        rules = (env.get("task_rules") or {}).get(str(task), rules)
+        if not rules or rules.get("postprocs") is None:
+            return None
+        stored = json.loads(json.dumps(rules["postprocs"]))
+        try:
+            default = rules_to_json(RuleSet.default(self.record.target))["postprocs"]
+        except Exception:  # a target without MetaSchedule defaults: take the stored ones
+            default = None
+        if stored == json.loads(json.dumps(default)):
+            return None  # the target's own objects (rules stored by name keep no parameters)
+        return rules_from_json({"postprocs": stored}).build()[1]
 
     def why_not(self, **want: Any) -> Any:
         """``msviz.why_not(trial, **want)``: force a transformation from this trial's trace."""

@@ -12,24 +12,23 @@ edited decision against the site's valid choices first, and turns every failure 
 
 from __future__ import annotations
 
-import math
-import operator
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from msviz import compat
 from msviz.errors import DecisionError
+from msviz.trace.edits import check_edit, normalize_edits
 from msviz.trace.replay_errors import decision_error, replay_error, tvm_summary
-from msviz.trace.rows import decision_value, is_sampling
+from msviz.trace.replay_stored import check_intrinsics, check_stored, own_postprocs, replayed_what
+from msviz.trace.rows import decision_value
 from msviz.trace.sampling import site_info
-from msviz.trace.sites import EDITABLE_KINDS, DecisionSite
 from msviz.trace.source import fresh_schedule, resolve_trace, target_of
 
 __all__ = [
     "Replay",
     "ReplayOutcome",
     "apply_trace",
+    "check_edit",
     "default_postprocs",
     "replay_error",
     "with_decisions",
@@ -55,6 +54,9 @@ class Replay:
         Instruction index -> the decision given for it.
     postprocs : list of str
         The postprocessors applied, in order.
+    made_with : list of Postproc | None
+        The postprocessors applied when they are not the target's defaults (those of the
+        trial replayed, or given); None when they are.
     """
 
     schedule: Any
@@ -63,6 +65,12 @@ class Replay:
     target: Any = field(repr=False)
     edits: dict = field(default_factory=dict)
     postprocs: list = field(default_factory=list)
+    made_with: list | None = field(default=None, repr=False)
+
+    def own_postprocs(self) -> list | None:
+        """The postprocessors this replay was made with (None: its target's defaults), so
+        editing it again postprocesses as it did."""
+        return self.made_with
 
     @property
     def mod(self) -> Any:
@@ -72,117 +80,6 @@ class Replay:
     def script(self) -> str:
         """The scheduled module as TVMScript."""
         return self.mod.script()
-
-
-# -- checking one edit -----------------------------------------------------------------------
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError("bool")
-    return operator.index(value)
-
-
-def _examples(choices: tuple, k: int = 4) -> str:
-    shown = ", ".join(str(list(c)) if isinstance(c, tuple) else str(c) for c in choices[:k])
-    return shown + (", ..." if len(choices) > k else "")
-
-
-def check_edit(index: int, kind: str, value: Any, info: dict) -> Any:
-    """Validate one edited decision against the site's details; return it in TVM's form.
-
-    Parameters
-    ----------
-    index, kind : int, str
-        The instruction.
-    value : Any
-        The decision the user gave.
-    info : dict
-        :func:`msviz.trace.sampling.site_info` of the instruction at this point of the replay.
-
-    Raises
-    ------
-    msviz.DecisionError
-    """
-    subject = info.get("subject", "")
-    if not info.get("editable", False):
-        raise decision_error(index, kind, value, "no edit (keep the sampled decision)",
-                             f"{kind} decisions cannot be edited ({info.get('note', '')})",
-                             subject=subject)
-    choices = info["choices"]
-    if kind == "SamplePerfectTile":
-        n, extent, max_inner = info["n"], info["extent"], info["max_innermost_factor"]
-        inner = f" and whose innermost factor is <= {max_inner}" if max_inner >= 1 else ""
-        allowed = (f"{n} positive integers whose product is {extent}{inner} "
-                   f"({len(choices)} choices, e.g. {_examples(choices)})")
-        try:
-            factors = tuple(_int(v) for v in value)
-        except TypeError:
-            raise decision_error(index, kind, value, allowed, f"{value!r} is not a list of "
-                                 "integers", subject=subject) from None
-        if len(factors) != n:
-            reason = f"{list(factors)} has {len(factors)} factors, not {n}"
-        elif any(f < 1 for f in factors):
-            reason = f"{list(factors)} has a factor below 1"
-        elif math.prod(factors) != extent:
-            reason = (f"{list(factors)} multiplies to {math.prod(factors)}, not to the loop "
-                      f"extent {extent}")
-        elif max_inner >= 1 and factors[-1] > max_inner:
-            reason = (f"{list(factors)} has innermost factor {factors[-1]} > "
-                      f"max_innermost_factor {max_inner}")
-        else:
-            return list(factors)
-        raise decision_error(index, kind, value, allowed, reason, subject=subject)
-    if kind == "SampleCategorical":
-        cands = info["candidates"]
-        allowed = f"an index 0..{len(cands) - 1} into the candidates {list(cands)}"
-    else:
-        allowed = "one of " + ", ".join(f"{c} ({lab})" for c, lab in zip(choices, info["labels"]))
-    try:
-        choice = _int(value)
-    except TypeError:
-        raise decision_error(index, kind, value, allowed, f"{value!r} is not an integer",
-                             subject=subject) from None
-    if choice not in choices:
-        raise decision_error(index, kind, value, allowed, f"{choice} is not a valid choice",
-                             subject=subject)
-    return choice
-
-
-def _normalize_edits(trace: Any, decisions: Any) -> dict[int, Any]:
-    insts = list(trace.insts)
-    post = next((i for i, inst in enumerate(insts) if inst.kind.name == "EnterPostproc"),
-                len(insts))
-    sampling = [i for i in range(post) if is_sampling(insts[i].kind.name)]
-    edits: dict[int, Any] = {}
-    if decisions is not None and not isinstance(decisions, Mapping):
-        raise TypeError(
-            f"decisions must be a dict {{instruction index: new decision}} (e.g. "
-            f"{{6: [4, 8, 2, 2]}}), not a {type(decisions).__name__}: {decisions!r}; this "
-            f"trace's sampling instructions: {sampling}")
-    for key, value in dict(decisions or {}).items():
-        index = key.index if isinstance(key, DecisionSite) else key
-        try:
-            index = _int(index)
-        except TypeError:
-            raise decision_error(key, "", value, f"instruction indices {sampling}",
-                                 f"{key!r} is not an instruction index") from None
-        if not 0 <= index < len(insts):
-            raise decision_error(index, "", value, f"the sampling instructions {sampling}",
-                                 f"index out of range: the trace has {len(insts)} instructions "
-                                 f"(0..{len(insts) - 1})")
-        kind = insts[index].kind.name
-        if not is_sampling(kind):
-            raise decision_error(index, kind, value, f"the sampling instructions {sampling}",
-                                 f"a {kind} instruction has no decision")
-        if index >= post:
-            raise decision_error(index, kind, value, f"the sampling instructions {sampling}",
-                                 "it comes after EnterPostproc, and postprocessors are re-run")
-        if kind not in EDITABLE_KINDS:
-            raise decision_error(index, kind, value, "no edit (keep the sampled decision)",
-                                 f"{kind} decisions cannot be edited")
-        edits[index] = value
-    return edits
 
 
 # -- postprocessors --------------------------------------------------------------------------
@@ -223,8 +120,11 @@ def initialised_postprocs(postprocs: list, mod: Any, target: Any) -> list[tuple[
     return list(zip(names, ctx.space_generator.postprocs))
 
 
-def _resolve_postprocs(postprocs: Any, mod: Any, target: Any) -> list[tuple[str, Any]]:
+def _resolve_postprocs(postprocs: Any, mod: Any, target: Any,
+                       own: list | None = None) -> list[tuple[str, Any]]:
     if postprocs is None or postprocs == "default":
+        if own is not None:  # those the trial was made with, not the target's defaults
+            return initialised_postprocs(own, mod, target)
         return default_postprocs(mod, target)
     if postprocs is False:
         return []
@@ -351,12 +251,13 @@ def with_decisions(
     mod : IRModule | PrimFunc | Workload | str, optional
         The workload before scheduling; required for a bare Trace or Schedule.
     target : str | dict | Target, optional
-        Whose default postprocessors to apply. Default: the trial's (or record's, or
-        Replay's) own target, as stored; ``"llvm"`` (this machine's CPU) for a bare Trace or
-        Schedule.
+        Whose postprocessors to apply. Default: the trial's (or record's, or Replay's) own
+        target, as stored; ``"llvm"`` (this machine's CPU) for a bare Trace or Schedule.
     postprocs : "default" | str | list of Postproc | TuneContext | SpaceGenerator | False
-        The postprocessors: the target's defaults, those of a kind (``"cuda"``), an explicit
-        list, those of a space generator, or none (False).
+        The postprocessors: ``"default"`` are those the trial (or Replay) was made with, on
+        its own target (an msviz run's rules, where they differ from the target's defaults),
+        else the target's defaults; or those of a kind (``"cuda"``), an explicit list, those
+        of a space generator, or none (False).
     seed : int
         Seed of the fresh schedule (only matters for decisions the trace lacks).
 
@@ -370,10 +271,18 @@ def with_decisions(
     msviz.DecisionError
         For an invalid decision, an index out of range, an edit that makes a later
         instruction fail, or a postprocessor that rejects the result (named in the message).
+    msviz.ReplayError
+        When the replay cannot give the stored module here: a tensor intrinsic the trace
+        needs is not registered in this TVM, or an unedited replay of a stored trial on its
+        own target gives another module than the stored one (postprocessors other than those
+        it was made with). Both name the target.
     """
     trace, base = resolve_trace(obj, mod)
-    edits = _normalize_edits(trace, decisions)
+    edits = normalize_edits(trace, decisions)
+    own_target = target_of(obj, None)
     target = compat.make_target(target_of(obj) if target is None else target)
+    own = own_target is not None and (target is own_target or compat.structural_equal(
+        target, compat.make_target(own_target)))  # replayed for the target it was made for
     index_of = {inst: i for i, inst in enumerate(trace.insts)}
     pending: list[DecisionError] = []
     given: dict[int, Any] = {}
@@ -400,7 +309,11 @@ def with_decisions(
                 raise decision_error(i, new_insts[i].kind.name, edits[i], f"{want}",
                                      f"TVM replaced the decision with {got}")
 
-    procs = _resolve_postprocs(postprocs, base, target)
+    made_with = own_postprocs(obj) if own else None
+    procs = _resolve_postprocs(postprocs, base, target, made_with)
+    what = replayed_what(obj)
+    compat.register_intrins_for(trace)
+    check_intrinsics(trace, [n for n, _ in procs], target, what)
     outcome = apply_trace(base, trace, procs, decision_provider=provider,
                           after_replay=check_kept, schedule=sch)
     if outcome.failed_step == "trace replay":
@@ -420,8 +333,13 @@ def with_decisions(
         err.allowed = "decisions whose schedule passes every postproc"
         raise err
     applied = [n for n, _ in procs]
+    if not edits and own and mod is None and (postprocs is None or postprocs == "default") \
+            and any(inst.kind.name == "EnterPostproc" for inst in trace.insts):
+        check_stored(obj, trace, base, sch, applied, target, what)  # never another module
+    if postprocs is not None and postprocs != "default":
+        made_with = [p for _, p in procs]
     return Replay(schedule=sch, trace=sch.trace, workload_mod=base, target=target,
-                  edits=dict(edits), postprocs=applied)
+                  edits=dict(edits), postprocs=applied, made_with=made_with)
 
 
 def _fmt_edits(edits: dict) -> str:
