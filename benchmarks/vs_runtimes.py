@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -433,10 +434,39 @@ def parse_budgets(text: str) -> list[float]:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         unit = {"m": 60.0, "s": 1.0, "h": 3600.0}.get(part[-1], None)
         value = float(part[:-1]) * unit if unit else float(part)
-        if value <= 0:
-            raise ValueError(f"a budget must be positive: {part!r}")
+        if not (value > 0 and math.isfinite(value)):  # nan fails both
+            raise ValueError(f"a budget must be a positive, finite time: {part!r}")
         out.append(value)
     return sorted(set(out))
+
+
+def check_options(args: argparse.Namespace, names: list[str], runtimes: list[str],
+                  budgets: list[float]) -> str:
+    """What is wrong with the options (empty when nothing is), before anything is built: a
+    count below its least (``--processes 0`` or ``--rounds 0`` would time nothing and print
+    dashes or NaN), a time or tolerance that is not a positive finite number, nothing to
+    time, a name given twice, ``--files`` naming a file."""
+    least = {"--threads": (args.threads, 1), "--processes": (args.processes, 2),
+             "--rounds": (args.rounds, 1)}
+    for flag, (value, low) in least.items():
+        if value < low:
+            return f"{flag} must be at least {low}, got {value}"
+    for flag, value, zero_ok in (("--round-s", args.round_s, False),
+                                 ("--warmup-s", args.warmup_s, True),
+                                 ("--rtol", args.rtol, False)):
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+            return (f"{flag} must be a {'non-negative' if zero_ok else 'positive'} finite "
+                    f"number, got {value}")
+    if not names:
+        return f"--models names no model: name some of {', '.join(SIZES)}"
+    if not runtimes and not budgets:
+        return "nothing to time: --runtimes names none and --time no msviz budget"
+    twice = sorted({x for x in names + runtimes if (names + runtimes).count(x) > 1})
+    if twice:
+        return f"{', '.join(twice)} named more than once in --models/--runtimes"
+    if args.files is not None and Path(args.files).exists() and not Path(args.files).is_dir():
+        return f"--files {args.files} is a file, not a directory to keep the builds in"
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -495,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
         budgets = parse_budgets(args.time)
     except ValueError as err:
         parser.error(f"--time: {err}")
+    problem = check_options(args, names, runtimes, budgets)
+    if problem:
+        parser.error(problem)
     for module, prefix in (("onnxruntime", "ort"), ("openvino", "openvino"),
                            ("torch", "torch")):
         try:

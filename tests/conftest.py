@@ -188,6 +188,21 @@ def stock_model_work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tune_stock_model(work_dir)
 
 
+@pytest.fixture(scope="session")
+def tuned_mlp(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The catalogue mlp tuned 8 trials (some of its 4 tasks tuned, some not): the Session,
+    its work dir ``.../mlp-wd``. Shared by ``msviz.build``'s tests and its bad inputs' (a test
+    that changes the work dir changes a copy)."""
+    import msviz
+
+    work_dir = tmp_path_factory.mktemp("deploy") / "mlp-wd"
+    session = msviz.Session("mlp", work_dir=str(work_dir), max_trials=8, trials_per_batch=4,
+                            seed=1, end_to_end_check=False)
+    session.start()
+    session.wait()
+    return session
+
+
 def lock_free_elsewhere(lock: Any) -> bool:
     """Whether another thread could take ``lock`` now (False: someone holds it; a re-entrant
     lock held by the calling thread counts as held)."""

@@ -25,13 +25,8 @@ from tests.numpy_models import forward
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    work_dir = tmp_path_factory.mktemp("deploy") / "mlp-wd"
-    session = msviz.Session("mlp", work_dir=str(work_dir), max_trials=8, trials_per_batch=4,
-                            seed=1, end_to_end_check=False)
-    session.start()
-    session.wait()
-    return session
+def tuned(tuned_mlp: Any) -> Any:
+    return tuned_mlp  # tests/conftest.py: shared with test_bad_inputs_deploy.py
 
 
 @pytest.fixture(scope="module")

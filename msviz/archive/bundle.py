@@ -67,7 +67,7 @@ def write_bundle(work_dir: str | Path, output: str | Path, *, overwrite: bool = 
             + "; ".join(f"line {k}: {impossible[k]}" for k in lines[:3])
             + (" ..." if len(lines) > 3 else "") + "): a bundle would carry them to another "
             "machine, where MetaSchedule's compile_tir ranks them by their time; merge the work "
-            f"dir without them first (msviz merge {work_dir} CLEAN_DIR, which leaves them out) "
+            f"dir without them first (msviz merge {work_dir} -o CLEAN_DIR, which leaves them out) "
             "and bundle that")
     envs = environments(read_sidecar(work_dir))
     files = _work_dir_files(work_dir)

@@ -28,7 +28,7 @@ import pandas as pd
 from msviz.bench.draws import DEFAULT_DRAWS, SLOW_FACTOR, check_draws, run_draws
 
 __all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "MIN_VERDICT_DRAWS", "MIN_VERDICT_ROUNDS",
-           "SLOW_FACTOR", "PairedComparison", "compare_builds",
+           "SLOW_FACTOR", "PairedComparison", "check_count", "compare_builds",
            "paired_summary"]
 
 #: Rounds per draw by default.
@@ -144,7 +144,8 @@ def paired_summary(names: Sequence[str], rounds: Sequence[tuple[int, float, floa
                             verdict=verdict, tolerance=tolerance, settings=dict(settings or {}))
 
 
-def _check_count(name: str, value: Any) -> int:
+def check_count(name: str, value: Any) -> int:
+    """``value`` as an int >= 1 (rounds, runs), else ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     return value
@@ -173,7 +174,7 @@ def compare_builds(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: 
     """
     if len(builds) != 2:
         raise ValueError(f"builds must hold two builds, got {len(builds)}")
-    _check_count("rounds", rounds)
+    check_count("rounds", rounds)
     check_draws(draws)
     a, b = list(builds)
     jobs = [{"kind": "time", "build": name, "number": number, "repeat": repeat,

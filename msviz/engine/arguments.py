@@ -330,6 +330,9 @@ def tasks_of(workload: Any, target: Any, *, params: dict | None = None,
     if params is not None or spec is not None:
         raise TypeError("params= and spec= belong to a model (a Relax IRModule, an "
                         "nn.Module), not to a single PrimFunc workload")
+    if graph is not None:
+        raise TypeError(f"graph={graph!r} belongs to a model (the graph passes rewrite a "
+                        "model's Relax graph), not to a single PrimFunc workload: leave it out")
     one = resolve(workload)
     return None, [models.ModelTask(0, one.name, 1, one)]
 

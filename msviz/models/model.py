@@ -140,7 +140,18 @@ class Model:
         lowered module, ``MetaScheduleApplyDatabase``, :func:`graph_passes.finish` (the
         weights' layout folded in, on the expert graph), then TVM's own dataflow lowering and
         finalizing passes. A task with no record in ``database`` keeps its untuned schedule
-        (DLight's on a GPU)."""
+        (DLight's on a GPU).
+
+        Raises
+        ------
+        TypeError
+            ``database`` is not a MetaSchedule ``Database`` (a work dir's is
+            ``JSONDatabase(work_dir=...)``; ``msviz.build(work_dir)`` builds from a work dir).
+        """
+        if not isinstance(database, compat.ms.database.Database):
+            raise TypeError(f"Model.compile takes a MetaSchedule Database (e.g. "
+                            f"JSONDatabase(work_dir=...); msviz.build(work_dir) builds from a "
+                            f"work dir), got {type(database).__name__} {database!r}")
         target = compat.make_target(target)
         return compile_lowered(self.lower(target), database, target, self.graph)
 

@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from msviz.errors import MsvizWarning
+from msviz.errors import MsvizError, MsvizWarning
 
 __all__ = [
     "MIN_RUN_SECS",
@@ -40,10 +40,13 @@ __all__ = [
     "RecordLine",
     "WorkloadLine",
     "has_schedule",
+    "merge_advice",
     "read_record_columns",
     "read_record_json",
     "read_records",
     "read_workloads",
+    "refuse_unreadable",
+    "stock_unreadable",
 ]
 
 WORKLOAD_FILE = "database_workload.json"
@@ -309,6 +312,58 @@ def read_record_columns(path: Path, num_workloads: int) -> RecordColumns:
             stacklevel=2,
         )
     return out
+
+
+def stock_unreadable(work_dir: Path) -> list[str]:
+    """What in a work dir's two database files stock ``JSONDatabase`` cannot load, one text per
+    file and kind naming the lines (empty when it loads them): a blank line (in the record file
+    it crashes the process, a segmentation fault; in the workload file it fails the load), and
+    a line msviz's reader skips as torn or corrupt (stock fails on the whole file). msviz's
+    readers skip these lines with a warning; what builds a model with ``JSONDatabase``
+    (``Model.compile``) must refuse such a work dir first."""
+    work_dir = Path(work_dir)
+    found = []
+    workload_path, record_path = work_dir / WORKLOAD_FILE, work_dir / RECORD_FILE
+    with open(workload_path, encoding="utf-8", errors="replace") as f:
+        empty = [(n, not text.strip()) for n, text in enumerate(f, start=1)]
+    blank = [n for n, e in empty if e]
+    kept = [n for n, e in empty if not e]  # the lines read_workloads reads, in its order
+    with warnings.catch_warnings():  # said here, by line, instead
+        warnings.simplefilter("ignore", MsvizWarning)
+        workloads = read_workloads(workload_path)
+        records = read_record_columns(record_path, len(workloads))
+    corrupt = [line for line, w in zip(kept, workloads) if w is None]
+    with open(record_path, "rb") as f:
+        lines = [(n, not raw.rstrip(b"\n").strip(_SPACE)) for n, raw in enumerate(f, start=1)]
+    record_blank = [n for n, empty in lines if empty]
+    read = set(records.line)
+    record_bad = [n for n, empty in lines if not empty and n not in read]
+    for path, numbers, why in ((workload_path, blank, "blank"),
+                               (workload_path, corrupt, "torn or corrupt"),
+                               (record_path, record_blank, "blank"),
+                               (record_path, record_bad, "torn or corrupt (or of a workload "
+                                                         "the workload file does not hold)")):
+        if numbers:
+            shown = ", ".join(map(str, numbers[:10])) + (" ..." if len(numbers) > 10 else "")
+            found.append(f"{path.name} line {shown}: {why}")
+    return found
+
+
+def merge_advice(work_dir: Path, verb: str) -> str:
+    """How to get a copy of a work dir without the lines a refusal names (``msviz merge``
+    leaves out what stock cannot load and what cannot be true)."""
+    return (f"msviz merge {work_dir} -o CLEAN_DIR writes a copy without them; {verb} that "
+            "(with model=: the copy names no model)")
+
+
+def refuse_unreadable(work_dir: Path, verb: str) -> None:
+    """Refuse, naming the lines, a work dir whose database stock ``JSONDatabase`` cannot load
+    (:func:`stock_unreadable`), before anything builds with it (``verb``: what was asked)."""
+    unreadable = stock_unreadable(work_dir)
+    if unreadable:
+        raise MsvizError(f"{work_dir} cannot be read by stock MetaSchedule's JSONDatabase, "
+                         f"which builds the model from it ({'; '.join(unreadable)}): "
+                         f"nothing of it was used. {merge_advice(work_dir, verb)}")
 
 
 def _parse_full(text: str, num_workloads: int

@@ -37,14 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat
-from msviz.errors import MsvizWarning
-from msviz.records.database import RecordColumns, read_record_json
+from msviz.errors import MsvizError, MsvizWarning
+from msviz.records.database import RecordColumns, merge_advice, read_record_json
 from msviz.records.row import mean_run_secs, valid_run_secs
 from msviz.trace.sampling import out_of_range
 
 __all__ = ["IMPOSSIBLE", "PEAK_FLOPS_PER_CORE", "PEAK_FLOPS_PER_DEVICE", "UNKNOWN_CORES",
            "fail_impossible", "find_impossible", "impossible_decision", "peak_flops",
-           "too_fast"]
+           "refuse_impossible", "too_fast"]
 
 #: The status of a record that cannot be true.
 IMPOSSIBLE = "impossible"
@@ -236,3 +236,18 @@ def fail_impossible(impossible: dict[int, str], lines: Sequence[int], status: li
     for i, line in enumerate(lines):
         if line in impossible:
             status[i], latency[i], errors[i] = IMPOSSIBLE, math.nan, impossible[line]
+
+
+def refuse_impossible(work_dir: Path, impossible: dict[int, str], verb: str) -> None:
+    """Refuse a work dir holding records that cannot be true (``impossible``: record line ->
+    why, as :attr:`msviz.Run.impossible`) before the model is built with it: stock
+    ``compile_relax`` would rank them by their time and build with them. ``verb``: what was
+    asked."""
+    if not impossible:
+        return
+    lines = sorted(impossible)
+    shown = "; ".join(f"line {k}: {impossible[k]}" for k in lines[:3])
+    raise MsvizError(
+        f"{work_dir} holds {len(lines)} record(s) that cannot be true ({shown}"
+        f"{' ...' if len(lines) > 3 else ''}): MetaSchedule's compile_relax would rank them by "
+        f"their time and build the model with them. {merge_advice(work_dir, verb)}")

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from msviz import compat, models
-from msviz.engine.arguments import holds_workload, workloads_held
+from msviz.archive.merge_sources import impossible_records
+from msviz.engine.arguments import check_seed, holds_workload, workloads_held
 from msviz.engine.measure.requests import (
     DEFAULT_DRAWS,
     DEFAULT_ROUNDS,
@@ -20,6 +21,7 @@ from msviz.engine.measure.requests import (
 from msviz.engine.measure.runner import evaluator_config
 from msviz.errors import MsvizError, WorkDirError
 from msviz.records import database as db_files
+from msviz.records.impossible import refuse_impossible
 from msviz.records.model_profile import last_entry, model_of_run
 from msviz.records.sidecar import read_sidecar
 
@@ -55,6 +57,7 @@ def compare_models(a: Any, b: Any, *, model: Any = None, target: Any = "llvm",
     for work_dir in dirs:  # before the model is looked for in it
         check_work_dir(work_dir, "pass the work dirs of two tunings of one model")
     settings = checked_settings(number, repeat, min_repeat_ms)
+    check_seed(seed)
     named = {d: model_named(d) for d in dirs}
     if len({m for m in named.values() if m is not None}) > 1:
         raise MsvizError(
@@ -116,26 +119,37 @@ def model_named(work_dir: Path) -> str | None:
 
 
 def check_records(work_dir: Path, verb: str = "compare") -> set[str]:
-    """Refuse a work dir that holds no tuning record (nothing of it to ``verb``); returns its
-    records' targets (as the file holds them)."""
+    """Refuse a work dir whose records the model cannot be built with as they are (``verb``:
+    what would be done with it); returns its records' targets (as the file holds them).
+
+    Refused, naming the lines: a database file stock ``JSONDatabase`` cannot load (a torn,
+    corrupt or blank line: :func:`~msviz.records.database.stock_unreadable`; it fails on the
+    whole file, and a blank record line crashes the process); no tuning record; a record that
+    cannot be true (``msviz.open`` marks it ``"impossible"``: ``compile_relax`` would rank it
+    by its time and build the model with it). ``msviz merge`` writes a copy without them.
+    """
+    db_files.refuse_unreadable(work_dir, verb)
     targets = workloads_held(work_dir)[1]
     if not targets:
         raise MsvizError(f"{work_dir} holds no tuning record: there is nothing of it to "
                          f"{verb} (tune it first, or pass another work dir)")
+    refuse_impossible(work_dir, impossible_records(work_dir), verb)
     return targets
 
 
 def check_holds_model(dirs: list[Path], named: dict[Path, str | None], model: Any,
                       target: Any, *, doing: tuple[str, str] = ("compare", "compared"),
                       advice: str = "compare two work dirs of one model, or pass model= for "
-                      "the model both were tuned for") -> list:
+                      "the model both were tuned for", records_checked: bool = False) -> list:
     """Refuse a work dir none of whose records is of a task of ``model``: ``compile_relax``
     would match nothing in it and build the model untuned, and the comparison would time an
     untuned build as that dir's (a deployed model would be an untuned one). ``doing`` (the
-    verb and its participle) and ``advice`` word the refusal. Returns the model's tasks."""
+    verb and its participle) and ``advice`` word the refusal; ``records_checked``: each dir's
+    :func:`check_records` was passed already. Returns the model's tasks."""
     tasks = model.extract_tasks(target)
     for work_dir in dirs:
-        check_records(work_dir, doing[0])
+        if not records_checked:
+            check_records(work_dir, doing[0])
         used = workloads_held(work_dir)[0]
         if not any(holds_workload(used, t.workload) for t in tasks):
             what = (f"was tuned for {named[work_dir]!r}" if named.get(work_dir) else

@@ -10,6 +10,7 @@ beside a tuning batch of this process. From a terminal: ``msviz build`` (:mod:`m
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,15 @@ import numpy as np
 
 from msviz import compat
 from msviz.archive.writer import output_dir
-from msviz.engine.arguments import on_tuned_graph
+from msviz.engine.arguments import check_seed, on_tuned_graph
 from msviz.engine.measure import requests
 from msviz.engine.measure.requests import DEFAULT_DRAWS, DEFAULT_ROUNDS, PairedComparison
 from msviz.engine.session import Session
-from msviz.errors import MsvizError
+from msviz.errors import MsvizError, TargetError, WriteError
 from msviz.records import Run
 from msviz.records.model_profile import last_entry, model_of_run
 from msviz.records.sidecar import read_sidecar
-from msviz.records.targets import record_target, target_text
+from msviz.records.targets import record_target, same_target, target_text
 from msviz.workflows.compare_models import (
     check_holds_model,
     check_records,
@@ -35,7 +36,8 @@ from msviz.workflows.compare_models import (
     model_named,
 )
 
-__all__ = ["LIBRARY_FILE", "LOADER_FILE", "SPEC_FILE", "TunedModel", "build"]
+__all__ = ["LIBRARY_FILE", "LOADER_FILE", "SPEC_FILE", "TunedModel", "build",
+           "tuned_model_of"]
 
 #: The files :meth:`TunedModel.export` writes: the shared library (code and weights), what it
 #: takes (JSON) and a script that runs it with TVM alone.
@@ -55,7 +57,8 @@ def build(source: Any, *, model: Any = None, target: Any = None) -> TunedModel:
         The model (anything :func:`msviz.models.load` takes); None: the Session's, else the
         catalogue model the work dir's environment names.
     target : str | Target, optional
-        What to build for; None: the Session's target, else the target of the records.
+        What to build for: one of the records' targets (in a work dir that holds several);
+        None: the Session's target, else the target of the records.
 
     Returns
     -------
@@ -65,9 +68,14 @@ def build(source: Any, *, model: Any = None, target: Any = None) -> TunedModel:
     ------
     msviz.WorkDirError
         ``source`` is missing or not a work dir.
+    msviz.TargetError
+        ``target`` is not a target of the records (their schedules were tuned for another).
     msviz.MsvizError
         A work dir with no record, one tuned for a single PrimFunc, one whose records are of
-        no task of the model, or no model given or named.
+        no task of the model, or no model given or named; one whose database files stock
+        MetaSchedule cannot load (a torn, corrupt or blank line) or that holds a record that
+        cannot be true (``msviz.open``'s ``"impossible"``): ``msviz merge`` writes a copy
+        without them.
     """
     primfunc = False
     if isinstance(source, Session):
@@ -84,26 +92,45 @@ def build(source: Any, *, model: Any = None, target: Any = None) -> TunedModel:
     else:
         raise TypeError(f"msviz.build takes a work dir, a Session or a Run, got "
                         f"{type(source).__name__}")
-    env = last_entry(entries, "environment")
-    if primfunc or (env is not None and "model" in env and env["model"] is None):
-        raise MsvizError(f"{work_dir} was tuned for one PrimFunc, not a model: use "
-                         f"msviz.open({str(work_dir)!r}).best() for its best schedule")
-    targets = check_records(work_dir, "build")
-    model = model_of_run(work_dir, entries, model)
-    target = _target_of(target, targets, work_dir)
-    model = on_tuned_graph(model, work_dir, entries, target)
-    tasks = check_holds_model([work_dir], {work_dir: model_named(work_dir)}, model, target,
-                              doing=("build", "built"),
-                              advice="pass model= for the model it was tuned for")
+    model, target, tasks = tuned_model_of(work_dir, entries, model, target, primfunc=primfunc)
     exe, fallback = requests.build_tuned_model(model, tasks, work_dir, target)
     return TunedModel(model, exe, target, work_dir, [t.name for t in tasks], fallback)
 
 
+def tuned_model_of(work_dir: Path, entries: list, model: Any, target: Any, *,
+                   primfunc: bool = False, doing: tuple[str, str] = ("build", "built")
+                   ) -> tuple[Any, Any, list]:
+    """The model a work dir tuned, on the graph it was tuned on, the target to build it for and
+    its tasks, each checked (``msviz.build``'s and ``msviz.vs_runtimes``' front half): not a
+    PrimFunc's work dir, records stock MetaSchedule can build with and none that cannot be true
+    (:func:`~msviz.workflows.compare_models.check_records`), a target of the records, some
+    record of a task of the model. ``doing``: the verb and its participle, for the refusals."""
+    env = last_entry(entries, "environment")
+    if primfunc or (env is not None and "model" in env and env["model"] is None):
+        raise MsvizError(f"{work_dir} was tuned for one PrimFunc, not a model: use "
+                         f"msviz.open({str(work_dir)!r}).best() for its best schedule")
+    targets = check_records(work_dir, doing[0])
+    model = model_of_run(work_dir, entries, model)
+    target = _target_of(target, targets, work_dir)
+    model = on_tuned_graph(model, work_dir, entries, target)
+    tasks = check_holds_model([work_dir], {work_dir: model_named(work_dir)}, model, target,
+                              doing=doing, advice="pass model= for the model it was tuned for",
+                              records_checked=True)
+    return model, target, tasks
+
+
 def _target_of(target: Any, held: set[str], work_dir: Path) -> Any:
-    """The target to build for: the one given, else the one target of the records."""
-    if target is not None:
-        return record_target(target)
+    """The target to build for: the one given (one of the records' targets), else the one
+    target of the records."""
     texts = {target_text(t): t for t in held}
+    if target is not None:
+        given = record_target(target)
+        if not any(same_target(given, record_target(t)) for t in texts.values()):
+            raise TargetError(
+                f"{work_dir} holds records of {', '.join(sorted(texts))}, not of the target "
+                f"given ({given}): their schedules were tuned and timed for another target. "
+                "Leave target= out to build for the records' target, or tune for this one")
+        return given
     if len(texts) > 1:
         raise MsvizError(f"{work_dir} holds records of {len(texts)} targets ("
                          f"{', '.join(sorted(texts))}): pass target= to say which to build for")
@@ -194,6 +221,7 @@ class TunedModel:
             (``.frame()``); ``str()`` says it with its spread and the verdict.
         """
         settings = checked_settings(number, repeat, min_repeat_ms, caller="TunedModel.time")
+        check_seed(seed)
         if self._untuned is None:
             self._untuned = requests.build_untuned_model(self.model, self.target)
         return requests.compare_model_builds(
@@ -219,13 +247,39 @@ class TunedModel:
         Raises
         ------
         msviz.WriteError
-            ``path`` exists and is not an empty directory (``overwrite=True`` replaces it).
+            ``path`` exists and is not an empty directory (``overwrite=True`` replaces it);
+            ``path`` is the work dir the model was built from, inside it, or holds it
+            (replacing it would remove the records).
+        TypeError
+            ``path`` is not a path, or ``overwrite`` not True or False.
         """
+        path = self._checked_output(path, overwrite)
         with output_dir(path, what="deployed model", empty_ok=True,
                         overwrite=bool(overwrite)) as tmp:
             requests.export_model_build(self.exe, tmp / LIBRARY_FILE)
             (tmp / SPEC_FILE).write_text(json.dumps(self.spec(), indent=1) + "\n")
             (tmp / LOADER_FILE).write_text(LOADER)
+        return Path(path)
+
+    def _checked_output(self, path: Any, overwrite: Any) -> Path:
+        """``path`` as a Path, refused where it is not one, empty, or where writing it would
+        write into (or replace) the work dir the model was built from."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"TunedModel.export writes to a directory path, got "
+                            f"{type(path).__name__} {path!r}")
+        if not isinstance(overwrite, (bool, np.bool_)):
+            raise TypeError(f"overwrite must be True or False, got {type(overwrite).__name__} "
+                            f"{overwrite!r}")
+        if not str(path).strip():
+            raise WriteError("cannot write the deployed model to '': name a new directory")
+        out, records = Path(path).resolve(), self.work_dir.resolve()
+        if out == records or records in out.parents or out in records.parents:
+            where = ("is the work dir" if out == records else "is inside the work dir"
+                     if records in out.parents else "holds the work dir")
+            raise WriteError(f"cannot write the deployed model to {path}: it {where} {records} "
+                             "whose records the model was built with (a deploy there would "
+                             f"{'replace' if out in (records, *records.parents) else 'mix with'}"
+                             " them): name a new directory outside it")
         return Path(path)
 
 

@@ -14,6 +14,7 @@ without running anything.
 from __future__ import annotations
 
 import importlib.util
+import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,16 +23,19 @@ from typing import Any
 
 import pandas as pd
 
-from msviz import compat, models
+from msviz import models
 from msviz.archive.sidecar_writer import SidecarWriter
-from msviz.engine.arguments import on_tuned_graph
+from msviz.bench.draws import check_draws
+from msviz.bench.paired import check_count
+from msviz.engine.arguments import check_seed
 from msviz.engine.measure.requests import DEFAULT_DRAWS
-from msviz.engine.measure.run_actions import open_run
 from msviz.engine.measure.runtimes import compare_runtimes
 from msviz.errors import MissingExtraError, MsvizError
-from msviz.records import database as db_files
-from msviz.records.model_profile import MODEL_PROFILE_KIND, last_entry, model_of_run
+from msviz.records.model_profile import MODEL_PROFILE_KIND, last_entry
 from msviz.records.runtimes import RUNTIMES, RUNTIMES_KIND
+from msviz.records.sidecar import read_sidecar
+from msviz.workflows.compare_models import check_work_dir
+from msviz.workflows.deploy import tuned_model_of
 
 __all__ = ["DEFAULT_ROUNDS", "RuntimeComparison", "vs_runtimes"]
 
@@ -78,18 +82,30 @@ class RuntimeComparison:
 
 
 def _checked_runtimes(runtimes: Any) -> list[str]:
-    names = [runtimes] if isinstance(runtimes, str) else list(runtimes)
-    unknown = [n for n in names if n not in RUNTIMES]
-    if unknown or not names:
-        raise ValueError(f"unknown runtime(s) {unknown or names!r}: vs_runtimes compares "
-                         f"against {', '.join(repr(r) for r in RUNTIMES)}")
+    """``runtimes`` as a list, refused (naming what is wrong) unless a non-empty sequence of
+    distinct known runtime names whose packages are installed."""
+    accepted = ", ".join(repr(r) for r in RUNTIMES)
+    if isinstance(runtimes, str) or not isinstance(runtimes, Sequence):
+        raise TypeError(f"runtimes must be a sequence of runtime names, e.g. ('onnxruntime',) "
+                        f"(of {accepted}), got {type(runtimes).__name__} {runtimes!r}")
+    names = list(runtimes)
+    if not names:
+        raise ValueError(f"runtimes is empty: name at least one of {accepted}")
+    unknown = [n for n in names if not isinstance(n, str) or n not in RUNTIMES]
+    if unknown:
+        raise ValueError(f"unknown runtime(s) {unknown!r}: vs_runtimes compares against "
+                         f"{accepted}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"runtimes names {', '.join(map(repr, twice))} more than once: name "
+                         "each runtime once")
     missing = [n for n in names if importlib.util.find_spec(n) is None]
     if missing:
         raise MissingExtraError(
             f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: "
             f"pip install {' '.join(RUNTIMES[n] for n in missing)} (or pip install "
             "msviz[compare])")
-    return list(dict.fromkeys(names))
+    return names
 
 
 def _onnx_inputs(path: Path) -> list[tuple[str, tuple, str]]:
@@ -187,31 +203,38 @@ def vs_runtimes(work_dir: Any, runtimes: Sequence[str] = ("onnxruntime", "openvi
     RuntimeComparison
         ``.whole``, ``.tasks`` (frames) and ``.data`` (the ``runtimes`` line written to the
         work dir's sidecar).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``runtimes`` not a non-empty sequence of distinct runtime names (a bare string is
+        refused: pass ``("onnxruntime",)``); ``rounds``, ``draws`` or ``seed`` out of range.
+    msviz.WorkDirError
+        ``work_dir`` is not a work dir.
+    msviz.MsvizError
+        As :func:`msviz.build` refuses the work dir (a PrimFunc's, another model's, no record,
+        a line stock MetaSchedule cannot load, a record that cannot be true).
     """
     names = _checked_runtimes(runtimes)
+    check_count("rounds", rounds)
+    check_draws(draws)
+    check_seed(seed)
+    if not isinstance(work_dir, (str, os.PathLike)):
+        raise TypeError(f"vs_runtimes takes one work dir (a str or Path), got "
+                        f"{type(work_dir).__name__} {work_dir!r}")
+    if onnx is not None and not isinstance(onnx, (str, os.PathLike)):
+        raise TypeError(f"onnx must be the path of an .onnx file, got {type(onnx).__name__} "
+                        f"{onnx!r}")
     path = Path(work_dir)
-    if not path.is_dir() or not (path / db_files.RECORD_FILE).is_file():
-        why = "it does not exist" if not path.exists() else \
-            f"it holds no {db_files.RECORD_FILE}"
-        raise FileNotFoundError(f"{path} is not a work dir ({why}): pass the work dir of a "
-                                "tuned model")
-    run = open_run(path)
-    found = model_of_run(path, run.sidecar_entries, model)
-    if len(run.trials) == 0:
-        raise MsvizError(f"{path} holds no tuning record: there is no target to build "
-                         f"model {found.name!r} for")
-    target = run.trial(0).record.target or compat.make_target("llvm")
-    found = on_tuned_graph(found, path, run.sidecar_entries, target)
-    tasks = found.extract_tasks(target)
-    database = compat.JSONDatabase(work_dir=str(path))
-    if not any(database.has_workload(t.workload.mod) for t in tasks):
-        raise MsvizError(f"{path} holds no workload of model {found.name!r}: is it another "
-                         "model's work dir? (pass model=)")
+    check_work_dir(path, "pass the work dir of a tuned model")
+    entries = read_sidecar(path).other
+    found, target, tasks = tuned_model_of(path, entries, model, None,
+                                          doing=("compare", "compared"))
     with tempfile.TemporaryDirectory(prefix="msviz-vs-runtimes-") as tmp:
-        onnx_path = _onnx_file(onnx, found, model, run.sidecar_entries, tmp)
+        onnx_path = _onnx_file(onnx, found, model, entries, tmp)
         check_onnx_inputs(onnx_path, found)
         data = compare_runtimes(path, found, tasks, target, onnx_path, names,
-                                profile=last_entry(run.sidecar_entries, MODEL_PROFILE_KIND),
+                                profile=last_entry(entries, MODEL_PROFILE_KIND),
                                 rounds=rounds, draws=draws, seed=seed)
     if onnx is None and str(onnx_path).startswith(tmp):
         data["onnx"] = f"exported from the catalogue ({found.name}, seed 0)"

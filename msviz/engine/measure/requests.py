@@ -29,6 +29,8 @@ from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_
 from msviz.engine.arguments import on_tuned_graph
 from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.errors import MsvizError
+from msviz.records import database as db_files
+from msviz.records.impossible import refuse_impossible
 from msviz.records.model_profile import (
     DEFAULT_THRESHOLD,
     model_of_run,
@@ -119,9 +121,11 @@ def profile_run(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRES
         workloads.
     """
     model = model_of_run(run.work_dir, run.sidecar_entries, model)
+    db_files.refuse_unreadable(run.work_dir, "profile")  # JSONDatabase would fail or crash
     if len(run.trials) == 0:
         raise MsvizError(f"{run.work_dir} holds no tuning record: there is no target to build "
                          f"model {model.name!r} for")
+    refuse_impossible(run.work_dir, run.impossible, "profile")
     target = run.trial(0).record.target or compat.make_target("llvm")
     model = on_tuned_graph(model, run.work_dir, run.sidecar_entries, target)
     tasks = model.extract_tasks(target)
