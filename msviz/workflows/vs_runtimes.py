@@ -25,10 +25,8 @@ import pandas as pd
 
 from msviz import models
 from msviz.archive.sidecar_writer import SidecarWriter
-from msviz.bench.draws import check_draws
-from msviz.bench.paired import check_count
 from msviz.engine.arguments import check_seed
-from msviz.engine.measure.requests import DEFAULT_DRAWS
+from msviz.engine.measure.requests import DEFAULT_DRAWS, check_rounds
 from msviz.engine.measure.runtimes import compare_runtimes
 from msviz.errors import MissingExtraError, MsvizError
 from msviz.records.model_profile import MODEL_PROFILE_KIND, last_entry
@@ -216,8 +214,7 @@ def vs_runtimes(work_dir: Any, runtimes: Sequence[str] = ("onnxruntime", "openvi
         a line stock MetaSchedule cannot load, a record that cannot be true).
     """
     names = _checked_runtimes(runtimes)
-    check_count("rounds", rounds)
-    check_draws(draws)
+    check_rounds(rounds, draws)
     check_seed(seed)
     if not isinstance(work_dir, (str, os.PathLike)):
         raise TypeError(f"vs_runtimes takes one work dir (a str or Path), got "

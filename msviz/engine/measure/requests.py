@@ -24,7 +24,7 @@ from msviz.bench import draws as draws_mod
 from msviz.bench.draws import DEFAULT_DRAWS
 from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_model
-from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, compare_builds
+from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, check_count, compare_builds
 from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_inputs
 from msviz.engine.arguments import on_tuned_graph
 from msviz.engine.measure.service import MEASURING_LOCK
@@ -46,6 +46,7 @@ __all__ = [
     "build_tuned_model",
     "build_untuned_model",
     "check_model_end_to_end",
+    "check_rounds",
     "check_trial",
     "compare_model_builds",
     "export_model_build",
@@ -54,6 +55,13 @@ __all__ = [
     "profile_run",
     "run_model_build",
 ]
+
+
+def check_rounds(rounds: Any, draws: Any) -> None:
+    """Refuse ``rounds`` and ``draws`` a paired comparison cannot use, naming them, before any
+    work (the measuring room's own checks, for the workflows above it)."""
+    check_count("rounds", rounds)
+    draws_mod.check_draws(draws)
 
 
 def check_trial(trial: Any, *, inputs: Any = None, rtol: float | None = None,
