@@ -139,16 +139,25 @@ def test_an_onnx_cnn_with_batch_norm_nodes_gets_the_expert_graph(onnx_resnet18: 
     # downsampling convs (no relu of their own); the flatten is a view, no task
     assert "reshape" in stock_names and "reshape" not in expert_names
     assert sum(bool(re.search(r"^fused_conv2d\d*_.*relu\d*$", n)) for n in expert_names) == 12
+    # the 20 convolutions NHWC: two transposes more, the input's and the pooled features'
+    # before the flatten (both once a run), none between the convolutions
+    transposes = [n for n in expert_names if re.match(r"(fused_)?transpose", n)]
+    assert sorted(transposes) == ["fused_transpose1_reshape", "transpose"]
     assert expert.graph_report(TARGET) == graph_passes.GraphReport(
-        "expert", folded_convs=20, folded_ops=80, prepacked_tasks=16, tasks=17, calls=22,
-        stock_tasks=22, stock_calls=40)
+        "expert", folded_convs=20, folded_ops=80, nhwc_convs=20, prepacked_tasks=16, tasks=19,
+        calls=24, stock_tasks=22, stock_calls=40)
     assert expert.graph_report(TARGET).summary() == (
-        "batch norm folded into 20 convolutions; 22 tasks on stock's graph -> 17, 40 kernel "
-        "calls a run -> 22; weights prepacked for 16 tasks")
+        "batch norm folded into 20 convolutions; 20 convolutions laid out NHWC; 22 tasks on "
+        "stock's graph -> 19, 40 kernel calls a run -> 24; weights prepacked for 16 tasks")
+    # in the model's own layout: the same folds, no transpose
+    assert expert.on_graph("expert-nchw").graph_report(TARGET) == graph_passes.GraphReport(
+        "expert-nchw", folded_convs=20, folded_ops=80, prepacked_tasks=16, tasks=17, calls=22,
+        stock_tasks=22, stock_calls=40)
 
 
 def test_a_bad_graph_is_refused_naming_the_graphs(capsys: pytest.CaptureFixture) -> None:
-    with pytest.raises(ValueError, match=r"graph must be one of 'expert', 'stock'.*'fast'"):
+    with pytest.raises(ValueError,
+                       match=r"graph must be one of 'expert', 'expert-nchw', 'stock'.*'fast'"):
         msviz.Session("mlp", graph="fast")
     with pytest.raises(ValueError, match="graph must be one of"):
         models.build("mlp").on_graph("onnx")
@@ -204,5 +213,11 @@ def test_a_work_dir_says_its_graph_and_is_rebuilt_on_it(tuned_block: Path) -> No
     old = [dict(e, model={"name": "resnet-block", "source": "resnet-block"})
            if e.get("kind") == "environment" else e for e in entries]
     assert graph_of_run(old) is None
+    # a line from before the expert graph laid convolutions out NHWC: its report has no
+    # nhwc_convs, and its records are of the expert graph in NCHW
+    before = [dict(e, model={**e["model"], "graph_report": {
+        k: v for k, v in e["model"]["graph_report"].items() if k != "nhwc_convs"}})
+        if e.get("kind") == "environment" else e for e in entries]
+    assert graph_of_run(before) == "expert-nchw"
     stock = models.build("resnet-block").on_graph("stock")
     assert on_tuned_graph(stock, tuned_block, old, TARGET).graph == "expert"

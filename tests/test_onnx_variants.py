@@ -10,6 +10,7 @@ pooling and a Gemm, a conv output shared with a residual add, and two branches c
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +143,16 @@ def test_an_exported_cnn_on_the_expert_graph_gives_onnx_runtimes_output(
     model = models.load(str(path))
     report = model.graph_report(TARGET)
     assert report.folded_convs == folded
-    assert report.tasks and report.tasks <= report.stock_tasks
+    # the fold never adds a task (on the expert graph in the model's own layout)
+    nchw = model.on_graph("expert-nchw").graph_report(TARGET)
+    assert nchw.tasks and nchw.tasks <= nchw.stock_tasks
+    # on the expert graph every convolution is NHWC, and the layout costs at most a transpose
+    # at each end (a clip or a pool in between follows the layout, never gets transposes)
+    convs = sum(node.op_type == "Conv" for node in g.nodes)
+    assert report.nhwc_convs == convs > 0
+    names = [t.name for t in model.extract_tasks(TARGET)]
+    transposes = [n for n in names if re.match(r"(fused_)?transpose", n)]
+    assert len(transposes) <= 2 and report.tasks - len(transposes) <= nchw.tasks
     exe = model.compile(compat.ms.database.MemoryDatabase(), TARGET)  # untuned: no record
     out = relax.VirtualMachine(exe, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
     assert out.shape == ref.shape

@@ -23,6 +23,7 @@ from msviz.cli import shapes as shapes_cli
 from msviz.cli.flags import check_library_paths, force_flag, joined_negative_values, tune_flags
 from msviz.cli.flags import count as _count
 from msviz.cli.flags import seconds as _seconds
+from msviz.models import graph_passes
 from msviz.cli.flags import target_flag as _target
 from msviz.cli.progress import Progress, stage_text, waiting_text
 from msviz.compat import describe_target
@@ -317,10 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a tuning library: a work dir, a bundle or a folder of them, read "
                       "only (repeat for more); exact hits start at its best, siblings measure "
                       "its schedules carried to their shapes first")
-    tune.add_argument("--graph", choices=["expert", "stock"], default=None,
+    tune.add_argument("--graph", choices=list(graph_passes.GRAPHS), default=None,
                       help="a model's graph: msviz's expert graph (default: batch norms folded "
-                      "into the convolutions, epilogues fused, weights prepacked on CPU) or "
-                      "stock MetaSchedule's, for comparisons")
+                      "into the convolutions, convolutions NHWC, epilogues fused, weights "
+                      "prepacked on CPU), it in the model's own layout (expert-nchw) or stock "
+                      "MetaSchedule's, for comparisons")
     tune.add_argument("--reuse", choices=["improve", "skip"], default="improve",
                       help="what an exact library hit does: tune on from its best (default) "
                       "or get no trials")

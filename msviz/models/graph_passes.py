@@ -9,6 +9,12 @@ activations. :data:`EXPERT` does the same before MetaSchedule sees the model:
 
 * :func:`fold_scale_shift` folds every per-channel scale and shift after a convolution with
   constant weights (a batch norm, decomposed or not, a bias) into its weights and one bias add;
+* on a CPU the 2-D convolutions are laid out NHWC, weights OHWI (``ConvertLayout``; the
+  weights' transposes fold into the constants): the output channels are then the innermost
+  axis, which MetaSchedule's x86 rules vectorize at full width, where NCHW gives them only
+  the image's width (a 7x7 or 14x14 map fills a 16-lane vector badly). One transpose task at
+  each end of the model (and around any op that keeps NCHW) is what it costs;
+  :data:`EXPERT_NCHW` leaves the layout alone;
 * constants are folded, and ``FuseOps`` then fuses the bias, residual add and activation into
   the convolution's task;
 * on a CPU the weights are prepacked: the tasks' weights are marked layout-free
@@ -23,6 +29,7 @@ tasks are extracted from what :func:`lower` returns, so the database keys match 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,13 +38,19 @@ import tvm
 
 from msviz.errors import WorkloadError
 
-__all__ = ["EXPERT", "GRAPHS", "STOCK", "GraphReport", "check_graph", "finish",
-           "fold_scale_shift", "lower", "mark_layout_free", "prepacks"]
+__all__ = ["CPU_CONV_LAYOUT", "EXPERT", "EXPERT_NCHW", "GRAPHS", "STOCK", "GraphReport", "check_graph", "finish",
+           "fold_scale_shift", "lower", "mark_layout_free", "prepacks", "to_nhwc"]
 
 EXPERT = "expert"
+#: The expert graph without the NHWC layout (what ``"expert"`` was before it had it: work dirs
+#: tuned then are opened and built on it).
+EXPERT_NCHW = "expert-nchw"
 STOCK = "stock"
-#: The graphs a model can be tuned on: msviz's default and stock MetaSchedule's.
-GRAPHS = (EXPERT, STOCK)
+#: The graphs a model can be tuned on: msviz's default, it without the layout change, and
+#: stock MetaSchedule's.
+GRAPHS = (EXPERT, EXPERT_NCHW, STOCK)
+#: The data and kernel layouts :data:`EXPERT` gives 2-D convolutions on a CPU.
+CPU_CONV_LAYOUT = ("NHWC", "OHWI")
 
 #: Ops that scale or shift a convolution's output per channel, when the other side is constant.
 _SCALE_SHIFT = ("relax.add", "relax.subtract", "relax.multiply", "relax.divide")
@@ -47,7 +60,8 @@ def check_graph(graph: Any) -> str:
     """``graph`` if it is one of :data:`GRAPHS`, else a ``ValueError`` naming them."""
     if graph not in GRAPHS:
         raise ValueError(f"graph must be one of {', '.join(map(repr, GRAPHS))} (msviz's expert "
-                         f"graph or stock MetaSchedule's), got {graph!r}")
+                         f"graph, it without the NHWC layout, or stock MetaSchedule's), got "
+                         f"{graph!r}")
     return graph
 
 
@@ -58,11 +72,14 @@ class GraphReport:
     Parameters
     ----------
     graph : str
-        :data:`EXPERT` or :data:`STOCK`.
+        One of :data:`GRAPHS`.
     folded_convs : int
         Convolutions whose per-channel scale and shift (a batch norm) went into their weights.
     folded_ops : int
         The elementwise ops those folds removed.
+    nhwc_convs : int
+        2-D convolutions the graph laid out NHWC (:data:`CPU_CONV_LAYOUT`; 0 off CPU and on
+        :data:`EXPERT_NCHW`).
     prepacked_tasks : int
         Tasks whose weights the tuned schedule lays out at build time (0 off CPU).
     tasks, calls : int or None
@@ -74,6 +91,7 @@ class GraphReport:
     graph: str
     folded_convs: int = 0
     folded_ops: int = 0
+    nhwc_convs: int = 0
     prepacked_tasks: int = 0
     tasks: int | None = None
     calls: int | None = None
@@ -82,12 +100,14 @@ class GraphReport:
 
     def summary(self) -> str:
         """One line a user reads in the task table and the report, e.g. "batch norm folded
-        into 20 convolutions; 22 tasks on stock's graph -> 17, 40 kernel calls a run -> 22;
-        weights prepacked for 16 tasks"."""
+        into 20 convolutions; 20 convolutions laid out NHWC; 22 tasks on stock's graph -> 19,
+        40 kernel calls a run -> 24; weights prepacked for 16 tasks"."""
         if self.graph == STOCK:
             return "stock MetaSchedule's graph (graph='stock'): no graph pass of msviz's"
         parts = [f"batch norm folded into {_n(self.folded_convs, 'convolution')}"
                  if self.folded_convs else "no batch norm to fold"]
+        if self.nhwc_convs:
+            parts.append(f"{_n(self.nhwc_convs, 'convolution')} laid out NHWC")
         if None not in (self.tasks, self.calls, self.stock_tasks, self.stock_calls):
             parts.append(f"{_n(self.stock_tasks, 'task')} on stock's graph -> {self.tasks}, "
                          f"{_n(self.stock_calls, 'kernel call')} a run -> {self.calls}")
@@ -98,7 +118,8 @@ class GraphReport:
     def info(self) -> dict[str, Any]:
         """The report as plain values (the sidecar's ``graph`` line, the views)."""
         return {"graph": self.graph, "folded_convs": self.folded_convs,
-                "folded_ops": self.folded_ops, "prepacked_tasks": self.prepacked_tasks,
+                "folded_ops": self.folded_ops, "nhwc_convs": self.nhwc_convs,
+                "prepacked_tasks": self.prepacked_tasks,
                 "tasks": self.tasks, "calls": self.calls, "stock_tasks": self.stock_tasks,
                 "stock_calls": self.stock_calls, "summary": self.summary()}
 
@@ -310,8 +331,9 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
 
     :data:`STOCK`: ``compile_relax``'s own lowering (library dispatch, ``LegalizeOps``,
     ``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``, ``FuseTIR``). :data:`EXPERT`:
-    ``DecomposeOpsForInference`` and ``FoldConstant`` first, :func:`fold_scale_shift`, then
-    the same lowering, and on a CPU :func:`mark_layout_free` (see the module doc).
+    ``DecomposeOpsForInference`` and ``FoldConstant`` first, :func:`fold_scale_shift`, on a CPU
+    :func:`to_nhwc`, then the same lowering, and on a CPU :func:`mark_layout_free` (see the
+    module doc). :data:`EXPERT_NCHW`: the same without :func:`to_nhwc`.
     """
     from tvm import relax
     from tvm.relax import pipeline
@@ -322,25 +344,122 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
     except (ValueError, AttributeError):
         dispatch = []
     report = GraphReport(graph)
+    expert = graph in (EXPERT, EXPERT_NCHW)
     with target, tvm.transform.PassContext(opt_level=3):
-        if graph == EXPERT:
+        if expert:
             mod = tvm.transform.Sequential([
                 relax.transform.DecomposeOpsForInference(),
                 relax.transform.CanonicalizeBindings(),
                 relax.transform.FoldConstant()])(mod)
             mod, convs, ops = fold_scale_shift(mod)
+            nhwc = 0
+            if graph == EXPERT and _is_cpu(target):
+                mod, nhwc = to_nhwc(mod)
         mod = tvm.transform.Sequential([
             *dispatch, relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
             relax.transform.FoldConstant(), relax.transform.FuseOps(),
             relax.transform.FuseTIR()])(mod)
-        if graph == EXPERT:
+        if expert:
             # a reshape is a view in the build (RewriteDataflowReshape): no kernel to tune
             mod = relax.transform.RewriteDataflowReshape()(mod)
             prepack = _is_cpu(target)
             if prepack:
                 mod = mark_layout_free(mod)
-            report = GraphReport(graph, convs, ops, prepacks(mod) if prepack else 0)
+            report = GraphReport(graph, convs, ops, nhwc, prepacks(mod) if prepack else 0)
     return mod, report
+
+
+def _conv2d_layouts(mod: tvm.IRModule) -> list[str]:
+    """The data layout of every ``relax.nn.conv2d`` call in ``mod``'s Relax functions."""
+    found: list[str] = []
+
+    def visit(expr: Any) -> None:
+        if isinstance(expr, tvm.relax.Call) and getattr(expr.op, "name", "") == "relax.nn.conv2d":
+            found.append(str(expr.attrs.data_layout))
+
+    for _, func in mod.functions_items():
+        if isinstance(func, tvm.relax.Function):
+            tvm.relax.analysis.post_order_visit(func, visit)
+    return found
+
+
+@tvm.relax.expr_functor.mutator
+class _ClipAsMinMax(tvm.relax.PyExprMutator):
+    """``clip(x, lo, hi)`` on floats as ``minimum(maximum(x, lo), hi)`` (and ONNX's Clip, TOPI
+    kernels, as those Relax ops): Relax's ``clip`` has no layout rule, so ``ConvertLayout`` would wrap each ReLU6 (and each HardSwish's clip) in
+    two transposes that become tasks of their own; the elementwise pair follows the layout and
+    fuses into the convolution as the clip did."""
+
+    def __init__(self, mod: Any) -> None:
+        super().__init__(mod)
+        self.mod = mod
+        self.clip = tvm.ir.Op.get("relax.clip")
+        self.call_tir = tvm.ir.Op.get("relax.call_tir")
+
+    def visit_call_(self, call: Any) -> Any:
+        call = super().visit_call_(call)
+        if call.op == self.call_tir:
+            return self._bound_kernel(call)
+        if call.op != self.clip:
+            return call
+        dtype = str(getattr(call.args[0].ty, "dtype", ""))
+        bounds = list(call.args[1:])  # the bounds as PrimExprs: FloatImm or IntImm when fixed
+        if not dtype.startswith(("float", "bfloat")) or \
+                not all(type(b).__name__ in ("FloatImm", "IntImm") for b in bounds):
+            return call
+        lo, hi = (tvm.relax.const(float(b.value), dtype) for b in bounds)
+        return tvm.relax.op.minimum(tvm.relax.op.maximum(call.args[0], lo), hi)
+
+    def _bound_kernel(self, call: Any) -> Any:
+        """ONNX's importer writes a Clip as TOPI ``maximum`` / ``minimum`` kernels against a
+        constant scalar (``emit_te``): those calls as Relax's ``maximum`` / ``minimum``."""
+        gvar, args = call.args[0], list(getattr(call.args[1], "fields", []))
+        name = str(getattr(gvar, "name_hint", ""))
+        kind = re.match(r"(maximum|minimum)\d*$", name)
+        bound = _const_array(args[1]) if kind is not None and len(args) == 2 else None
+        if bound is None or bound.shape != ():
+            return call
+        blocks = re.findall(r'T\.sblock\("(\w+)"\)', self.mod[gvar].script())
+        if [b for b in blocks if b != "root"] != [f"T_{kind.group(1)}"]:
+            return call
+        op = tvm.relax.op.maximum if kind.group(1) == "maximum" else tvm.relax.op.minimum
+        return op(args[0], args[1])
+
+
+def _clips_as_min_max(mod: tvm.IRModule) -> tvm.IRModule:
+    out = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
+    for gvar, func in mod.functions_items():
+        if isinstance(func, tvm.relax.Function):
+            out[gvar] = _ClipAsMinMax(mod).visit_expr(func)
+    return out
+
+
+def to_nhwc(mod: tvm.IRModule) -> tuple[tvm.IRModule, int]:
+    """Every 2-D convolution laid out NHWC with OHWI weights (:data:`CPU_CONV_LAYOUT`,
+    Relax's ``ConvertLayout``), the ops between them following where they can (pools, means,
+    elementwise ops, concatenations, resizes; a float ``clip`` is made a ``maximum`` and a
+    ``minimum`` first, which follow); the weights' transposes folded into the constants. Returns the module and how many convolutions changed layout. An ill-formed
+    result is a :class:`WorkloadError` (tune on ``graph="expert-nchw"``)."""
+    from tvm import relax
+
+    before = _conv2d_layouts(mod)
+    todo = sum(layout != CPU_CONV_LAYOUT[0] for layout in before)
+    if not todo:
+        return mod, 0
+    try:
+        out = tvm.transform.Sequential([
+            relax.transform.CanonicalizeBindings(),
+            relax.transform.ConvertLayout({"relax.nn.conv2d": list(CPU_CONV_LAYOUT)}),
+            relax.transform.CanonicalizeBindings(),
+            relax.transform.FoldConstant()])(_clips_as_min_max(mod))
+        relax.analysis.well_formed(out)
+    except Exception as err:  # TVM's own error types
+        raise WorkloadError(
+            f"msviz could not lay this model's convolutions out NHWC "
+            f"({str(err).strip().splitlines()[0][:200]}); tune it on graph=\"expert-nchw\" "
+            "(the expert graph in the model's own layout) and report the model") from None
+    after = _conv2d_layouts(out)
+    return out, todo - sum(layout != CPU_CONV_LAYOUT[0] for layout in after)
 
 
 def mark_layout_free(mod: tvm.IRModule) -> tvm.IRModule:
@@ -382,14 +501,14 @@ def prepacks(mod: tvm.IRModule) -> int:
 
 
 def finish(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tvm.IRModule:
-    """After ``MetaScheduleApplyDatabase``: on :data:`EXPERT` and a CPU, split each tuned
+    """After ``MetaScheduleApplyDatabase``: on the expert graphs and a CPU, split each tuned
     kernel's weight layout change into its own function and fold it into the constants
     (``SplitLayoutRewritePreproc``, ``FoldConstant``), so the weights are laid out once, when
     the model is built. Weights passed as parameters (not bound) are lifted into a
     ``<func>_transform_params`` function (``LiftTransformParams``)."""
     from tvm import relax
 
-    if graph != EXPERT or not _is_cpu(target):
+    if graph not in (EXPERT, EXPERT_NCHW) or not _is_cpu(target):
         return mod
     try:
         with target, tvm.transform.PassContext(opt_level=3):

@@ -237,7 +237,7 @@ class TunedModel:
                 "tvm": compat.tvm_version(), "work_dir": str(self.work_dir.resolve()),
                 "tasks": self.tasks, "fallback": self.fallback,
                 "weights": f"constants in {LIBRARY_FILE}"
-                           + (" (prepacked)" if self.graph == "expert" else "")}
+                           + (" (prepacked)" if self.graph != "stock" else "")}
 
     def export(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write ``model.so`` (code and weights), ``model.json`` (:meth:`spec`) and ``load.py``
