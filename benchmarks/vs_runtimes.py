@@ -571,7 +571,8 @@ def report_model(name: str, files: Path, runtimes: list[str], budgets: list[floa
     for label, b in builds.items():
         print(f"  {label}: " + (f"error {b['error']}" if "error" in b else
                                f"{b['trials']} trials, build {b['build_s']:.0f} s"
-                               + (f", {b['fallback']} tasks untuned" if "fallback" in b else "")))
+                               + (f", {b['fallback']} task{'s' * (b['fallback'] != 1)} untuned"
+                                  if "fallback" in b else "")))
     timed = runtimes + [label for label, b in builds.items() if "error" not in b]
     results: dict[str, list[dict[str, Any]]] = {r: [] for r in timed}
     for _ in range(args.processes):  # interleaved, so a slow spell hits every runtime

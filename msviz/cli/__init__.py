@@ -23,7 +23,6 @@ from msviz.cli import shapes as shapes_cli
 from msviz.cli.flags import check_library_paths, force_flag, joined_negative_values, tune_flags
 from msviz.cli.flags import count as _count
 from msviz.cli.flags import seconds as _seconds
-from msviz.models import graph_passes
 from msviz.cli.flags import target_flag as _target
 from msviz.cli.progress import Progress, stage_text, waiting_text
 from msviz.compat import describe_target
@@ -37,6 +36,7 @@ from msviz.engine.search.presets import KNOB_LIMITS
 from msviz.engine.task_scheduler.kinds import SCHEDULERS
 from msviz.engine.task_scheduler.scheduler import format_task_table as table
 from msviz.errors import MsvizError, MsvizWarning
+from msviz.models import graph_passes
 from msviz.records.coverage import coverage_text
 from msviz.records.model_profile import recorded_model_profile
 from msviz.records.quality import run_started

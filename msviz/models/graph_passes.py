@@ -38,8 +38,9 @@ import tvm
 
 from msviz.errors import WorkloadError
 
-__all__ = ["CPU_CONV_LAYOUT", "EXPERT", "EXPERT_NCHW", "GRAPHS", "STOCK", "GraphReport", "check_graph", "finish",
-           "fold_scale_shift", "lower", "mark_layout_free", "prepacks", "to_nhwc"]
+__all__ = ["CPU_CONV_LAYOUT", "EXPERT", "EXPERT_NCHW", "GRAPHS", "STOCK", "GraphReport",
+           "check_graph", "finish", "fold_scale_shift", "lower", "mark_layout_free", "prepacks",
+           "to_nhwc"]
 
 EXPERT = "expert"
 #: The expert graph without the NHWC layout (what ``"expert"`` was before it had it: work dirs
@@ -386,9 +387,10 @@ def _conv2d_layouts(mod: tvm.IRModule) -> list[str]:
 @tvm.relax.expr_functor.mutator
 class _ClipAsMinMax(tvm.relax.PyExprMutator):
     """``clip(x, lo, hi)`` on floats as ``minimum(maximum(x, lo), hi)`` (and ONNX's Clip, TOPI
-    kernels, as those Relax ops): Relax's ``clip`` has no layout rule, so ``ConvertLayout`` would wrap each ReLU6 (and each HardSwish's clip) in
-    two transposes that become tasks of their own; the elementwise pair follows the layout and
-    fuses into the convolution as the clip did."""
+    kernels, as those Relax ops): Relax's ``clip`` has no layout rule, so ``ConvertLayout``
+    would wrap each ReLU6 (and each HardSwish's clip) in two transposes that become tasks of
+    their own; the elementwise pair follows the layout and fuses into the convolution as the
+    clip did."""
 
     def __init__(self, mod: Any) -> None:
         super().__init__(mod)
@@ -438,8 +440,9 @@ def to_nhwc(mod: tvm.IRModule) -> tuple[tvm.IRModule, int]:
     """Every 2-D convolution laid out NHWC with OHWI weights (:data:`CPU_CONV_LAYOUT`,
     Relax's ``ConvertLayout``), the ops between them following where they can (pools, means,
     elementwise ops, concatenations, resizes; a float ``clip`` is made a ``maximum`` and a
-    ``minimum`` first, which follow); the weights' transposes folded into the constants. Returns the module and how many convolutions changed layout. An ill-formed
-    result is a :class:`WorkloadError` (tune on ``graph="expert-nchw"``)."""
+    ``minimum`` first, which follow); the weights' transposes folded into the constants.
+    Returns the module and how many convolutions changed layout. An ill-formed result is a
+    :class:`WorkloadError` (tune on ``graph="expert-nchw"``)."""
     from tvm import relax
 
     before = _conv2d_layouts(mod)
@@ -450,6 +453,9 @@ def to_nhwc(mod: tvm.IRModule) -> tuple[tvm.IRModule, int]:
         out = tvm.transform.Sequential([
             relax.transform.CanonicalizeBindings(),
             relax.transform.ConvertLayout({"relax.nn.conv2d": list(CPU_CONV_LAYOUT)}),
+            # ConvertLayout transposes a tensor once per use (the input of a residual block
+            # twice): one transpose per tensor
+            relax.transform.EliminateCommonSubexpr(),
             relax.transform.CanonicalizeBindings(),
             relax.transform.FoldConstant()])(_clips_as_min_max(mod))
         relax.analysis.well_formed(out)

@@ -234,24 +234,24 @@ MODELS: dict[str, Recipe] = {
         axes=("batch", "features"), resizable=("batch",)),
     "resnet-block": Recipe(_resnet_block, CatalogueEntry(
         "ResNet basic block: conv-bn-relu, conv-bn, residual add, relu (16 ch, 16x16)",
-        (1, 16, 16, 16), 2, 2, 2_379_776)),
+        (1, 16, 16, 16), 4, 4, 2_379_776)),
     "transformer-block": Recipe(_transformer_block, CatalogueEntry(
         "transformer block: layer norm, 2-head attention, MLP (seq 16, dim 32)", (16, 32),
         11, 15, 317_472), **_SEQUENCE),
     "convnet": Recipe(_convnet, CatalogueEntry(
         "small CNN: three 3x3 conv-relu layers (16, 32, 64 ch; the last two stride 2), batch norm "
-        "folded, average pool, fc 10, at 32x32 input", (1, 3, 32, 32), 5, 5, 5_666_122),
+        "folded, average pool, fc 10, at 32x32 input", (1, 3, 32, 32), 7, 7, 5_666_122),
         fold_bn=True),
     "resnet18": Recipe(_resnet18, CatalogueEntry(
         "ResNet-18-shaped network (8 basic blocks, 16-128 ch) at 32x32 input", (1, 3, 32, 32),
-        17, 22, 70_449_802)),
+        19, 24, 70_449_802)),
     "resnet50": Recipe(_resnet50, CatalogueEntry(
         "ResNet-50 v1.5 (bottlenecks [3, 4, 6, 3], stride on the 3x3 conv), batch norm folded "
-        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 27, 56, 673_684_456),
+        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 29, 58, 673_684_456),
         fold_bn=True),
     "mobilenetv2": Recipe(_mobilenetv2, CatalogueEntry(
         "MobileNetV2 1.0 (17 inverted residual blocks, depthwise 3x3, relu6), batch norm folded "
-        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 32, 54, 53_024_104),
+        "into the convs, 1000 classes, 64x64 input", (1, 3, 64, 64), 34, 56, 53_024_104),
         fold_bn=True),
     "bert-base": Recipe(_bert_base, CatalogueEntry(
         "BERT-base encoder (12 post-norm layers, hidden 768, 12 heads, FFN 3072, GELU; the "
@@ -267,7 +267,7 @@ def catalogue() -> dict[str, CatalogueEntry]:
     --------
     >>> entry = catalogue()["resnet50"]
     >>> entry.tasks, round(entry.gflop, 2), str(entry)[:9]
-    (28, 0.67, 'ResNet-50')
+    (29, 0.67, 'ResNet-50')
     """
     return {name: recipe.entry for name, recipe in MODELS.items()}
 

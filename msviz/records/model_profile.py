@@ -48,7 +48,8 @@ def last_entry(entries: Sequence[dict], kind: str) -> dict | None:
 def graph_of_run(entries: Sequence[dict]) -> str | None:
     """The graph a work dir's model was tuned on, as its ``environment`` line names it
     (``"expert"`` from before the NHWC layout, whose graph report has no ``nhwc_convs``, is
-    :data:`~msviz.models.graph_passes.EXPERT_NCHW`); None when nothing says (stock MetaSchedule's work dirs, msviz's before the expert graph): see
+    :data:`~msviz.models.graph_passes.EXPERT_NCHW`); None when nothing says (stock
+    MetaSchedule's work dirs, msviz's before the expert graph): see
     :func:`msviz.engine.arguments.model_for_work_dir`, which then asks the records."""
     env = last_entry(entries, "environment")
     found = env.get("model") if env is not None and isinstance(env.get("model"), dict) else {}
