@@ -6,13 +6,13 @@ read it back without running anything).
 Matching (:func:`match_nodes`, pure): a task's *anchor* is the op its name starts with after
 ``fused_`` (``conv2d``, ``matmul``, ``dense``, ``batch_matmul``...). A convolution node (ORT's
 ``Conv``, ``FusedConv``...) matches a convolution task whose inputs hold a tensor of the node's
-weight shape and whose output has as many elements as the node's; a ``MatMul`` / ``Gemm`` node
-matches a matmul-like task whose first input and output have as many elements as the node's
-(ORT prepacks a Gemm's weight and leaves it out of the profile). Where several tasks match a
-node (convolutions of one shape), the k-th such node in ORT's order goes to the k-th such call
-in the model's order, each task taking at most as many nodes as the model calls it. The nodes
-that match no task (ORT's layout reorders, the elementwise ops it did not fuse, pooling...) are
-summed in ``other``.
+weight shape (OIHW, or OHWI as the NHWC expert graph lays it) and whose output has as many
+elements as the node's; a ``MatMul`` / ``Gemm`` node matches a matmul-like task whose first
+input and output have as many elements as the node's (ORT prepacks a Gemm's weight and leaves it
+out of the profile). Where several tasks match a node (convolutions of one shape), the k-th such
+node in ORT's order goes to the k-th such call in the model's order, each task taking at most as
+many nodes as the model calls it. The nodes that match no task (ORT's layout reorders, the
+elementwise ops it did not fuse, pooling...) are summed in ``other``.
 
 The same concept at its other layers: :mod:`msviz.bench.runtimes`,
 :mod:`msviz.engine.measure.runtimes`, :mod:`msviz.views.runtimes`.
@@ -97,12 +97,21 @@ def _size(shape: Sequence[int] | None) -> int | None:
     return None if shape is None else math.prod(shape)
 
 
+def _weight_layouts(shape: Sequence[int]) -> set[tuple]:
+    """An ONNX convolution weight's shape (O, I, kH, kW...) as the task may hold it: as it is
+    (NCHW) or with the input channels last (OHWI: msviz's expert graph lays CPU convolutions
+    out NHWC)."""
+    shape = tuple(shape)
+    return {shape, shape[:1] + shape[2:] + shape[1:2]} if len(shape) > 2 else {shape}
+
+
 def _fits(node: Mapping[str, Any], task: Mapping[str, Any], kind: str) -> bool:
     inputs, outputs = node.get("inputs") or [], node.get("outputs") or []
     if not outputs or not task.get("inputs") or _size(outputs[0]) != _size(task.get("output")):
         return False
     if kind == "conv":
-        return len(inputs) > 1 and list(inputs[1]) in [list(s) for s in task["inputs"][1:]]
+        return len(inputs) > 1 and bool(_weight_layouts(inputs[1]) & {
+            tuple(s) for s in task["inputs"][1:]})
     return bool(inputs) and _size(inputs[0]) == _size(task["inputs"][0])
 
 

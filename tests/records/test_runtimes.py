@@ -48,6 +48,18 @@ def test_a_node_of_no_task_shape_is_other() -> None:
     assert match_nodes(nodes, TASKS)["other"] == ["c"]
 
 
+def test_a_conv_node_matches_the_nhwc_task_of_its_weight_in_ohwi() -> None:
+    # the expert graph's NHWC task holds ORT's OIHW weight (32, 16, 3, 3) as OHWI
+    node = {"node": "c", "op": "Conv", "inputs": [[1, 16, 8, 8], [32, 16, 3, 3]],
+            "outputs": [[1, 32, 8, 8]], "us": 1.0}
+    nhwc = {"task": "fused_conv2d_add", "inputs": [[1, 8, 8, 16], [32, 3, 3, 16], [1, 1, 1, 32]],
+            "output": [1, 8, 8, 32], "calls": 1, "order": 0}
+    other = dict(nhwc, task="fused_conv2d1_add", inputs=[[1, 8, 8, 16], [32, 3, 16, 3]])
+    assert match_nodes([node], [other, nhwc])["tasks"] == {"fused_conv2d1_add": [],
+                                                           "fused_conv2d_add": ["c"]}
+    assert match_nodes([node], [other])["other"] == ["c"]
+
+
 def test_task_rows_sorted_by_gap_with_gflops_and_peak_share() -> None:
     data = task_rows(TASKS, parse_ort_profile(ORT_EVENTS),
                      {"fused_conv2d_add_add1_relu": 57.0, "fused_conv2d_add_relu": 16.0,
