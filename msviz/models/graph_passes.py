@@ -29,7 +29,6 @@ tasks are extracted from what :func:`lower` returns, so the database keys match 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,8 @@ import numpy as np
 import tvm
 
 from msviz.errors import WorkloadError
+from msviz.models.layout import CPU_CONV_LAYOUT, to_nhwc
+from msviz.models.layout import const_array as _const_array
 
 __all__ = ["CPU_CONV_LAYOUT", "EXPERT", "EXPERT_NCHW", "GRAPHS", "STOCK", "GraphReport",
            "check_graph", "finish", "fold_scale_shift", "lower", "mark_layout_free", "prepacks",
@@ -50,8 +51,6 @@ STOCK = "stock"
 #: The graphs a model can be tuned on: msviz's default, it without the layout change, and
 #: stock MetaSchedule's.
 GRAPHS = (EXPERT, EXPERT_NCHW, STOCK)
-#: The data and kernel layouts :data:`EXPERT` gives 2-D convolutions on a CPU.
-CPU_CONV_LAYOUT = ("NHWC", "OHWI")
 
 #: Ops that scale or shift a convolution's output per channel, when the other side is constant.
 _SCALE_SHIFT = ("relax.add", "relax.subtract", "relax.multiply", "relax.divide")
@@ -127,13 +126,6 @@ class GraphReport:
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' if count != 1 else ''}"
-
-
-def _const_array(expr: Any) -> np.ndarray | None:
-    if isinstance(expr, tvm.ir.expr.Constant):
-        value = getattr(expr, "value", None)
-        return value.numpy() if isinstance(value, tvm.runtime.Tensor) else None
-    return None
 
 
 def _per_channel(value: np.ndarray, channels: int) -> np.ndarray | None:
@@ -368,104 +360,6 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
                 mod = mark_layout_free(mod)
             report = GraphReport(graph, convs, ops, nhwc, prepacks(mod) if prepack else 0)
     return mod, report
-
-
-def _conv2d_layouts(mod: tvm.IRModule) -> list[str]:
-    """The data layout of every ``relax.nn.conv2d`` call in ``mod``'s Relax functions."""
-    found: list[str] = []
-
-    def visit(expr: Any) -> None:
-        if isinstance(expr, tvm.relax.Call) and getattr(expr.op, "name", "") == "relax.nn.conv2d":
-            found.append(str(expr.attrs.data_layout))
-
-    for _, func in mod.functions_items():
-        if isinstance(func, tvm.relax.Function):
-            tvm.relax.analysis.post_order_visit(func, visit)
-    return found
-
-
-@tvm.relax.expr_functor.mutator
-class _ClipAsMinMax(tvm.relax.PyExprMutator):
-    """``clip(x, lo, hi)`` on floats as ``minimum(maximum(x, lo), hi)`` (and ONNX's Clip, TOPI
-    kernels, as those Relax ops): Relax's ``clip`` has no layout rule, so ``ConvertLayout``
-    would wrap each ReLU6 (and each HardSwish's clip) in two transposes that become tasks of
-    their own; the elementwise pair follows the layout and fuses into the convolution as the
-    clip did."""
-
-    def __init__(self, mod: Any) -> None:
-        super().__init__(mod)
-        self.mod = mod
-        self.clip = tvm.ir.Op.get("relax.clip")
-        self.call_tir = tvm.ir.Op.get("relax.call_tir")
-
-    def visit_call_(self, call: Any) -> Any:
-        call = super().visit_call_(call)
-        if call.op == self.call_tir:
-            return self._bound_kernel(call)
-        if call.op != self.clip:
-            return call
-        dtype = str(getattr(call.args[0].ty, "dtype", ""))
-        bounds = list(call.args[1:])  # the bounds as PrimExprs: FloatImm or IntImm when fixed
-        if not dtype.startswith(("float", "bfloat")) or \
-                not all(type(b).__name__ in ("FloatImm", "IntImm") for b in bounds):
-            return call
-        lo, hi = (tvm.relax.const(float(b.value), dtype) for b in bounds)
-        return tvm.relax.op.minimum(tvm.relax.op.maximum(call.args[0], lo), hi)
-
-    def _bound_kernel(self, call: Any) -> Any:
-        """ONNX's importer writes a Clip as TOPI ``maximum`` / ``minimum`` kernels against a
-        constant scalar (``emit_te``): those calls as Relax's ``maximum`` / ``minimum``."""
-        gvar, args = call.args[0], list(getattr(call.args[1], "fields", []))
-        name = str(getattr(gvar, "name_hint", ""))
-        kind = re.match(r"(maximum|minimum)\d*$", name)
-        bound = _const_array(args[1]) if kind is not None and len(args) == 2 else None
-        if bound is None or bound.shape != ():
-            return call
-        blocks = re.findall(r'T\.sblock\("(\w+)"\)', self.mod[gvar].script())
-        if [b for b in blocks if b != "root"] != [f"T_{kind.group(1)}"]:
-            return call
-        op = tvm.relax.op.maximum if kind.group(1) == "maximum" else tvm.relax.op.minimum
-        return op(args[0], args[1])
-
-
-def _clips_as_min_max(mod: tvm.IRModule) -> tvm.IRModule:
-    out = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
-    for gvar, func in mod.functions_items():
-        if isinstance(func, tvm.relax.Function):
-            out[gvar] = _ClipAsMinMax(mod).visit_expr(func)
-    return out
-
-
-def to_nhwc(mod: tvm.IRModule) -> tuple[tvm.IRModule, int]:
-    """Every 2-D convolution laid out NHWC with OHWI weights (:data:`CPU_CONV_LAYOUT`,
-    Relax's ``ConvertLayout``), the ops between them following where they can (pools, means,
-    elementwise ops, concatenations, resizes; a float ``clip`` is made a ``maximum`` and a
-    ``minimum`` first, which follow); the weights' transposes folded into the constants.
-    Returns the module and how many convolutions changed layout. An ill-formed result is a
-    :class:`WorkloadError` (tune on ``graph="expert-nchw"``)."""
-    from tvm import relax
-
-    before = _conv2d_layouts(mod)
-    todo = sum(layout != CPU_CONV_LAYOUT[0] for layout in before)
-    if not todo:
-        return mod, 0
-    try:
-        out = tvm.transform.Sequential([
-            relax.transform.CanonicalizeBindings(),
-            relax.transform.ConvertLayout({"relax.nn.conv2d": list(CPU_CONV_LAYOUT)}),
-            # ConvertLayout transposes a tensor once per use (the input of a residual block
-            # twice): one transpose per tensor
-            relax.transform.EliminateCommonSubexpr(),
-            relax.transform.CanonicalizeBindings(),
-            relax.transform.FoldConstant()])(_clips_as_min_max(mod))
-        relax.analysis.well_formed(out)
-    except Exception as err:  # TVM's own error types
-        raise WorkloadError(
-            f"msviz could not lay this model's convolutions out NHWC "
-            f"({str(err).strip().splitlines()[0][:200]}); tune it on graph=\"expert-nchw\" "
-            "(the expert graph in the model's own layout) and report the model") from None
-    after = _conv2d_layouts(out)
-    return out, todo - sum(layout != CPU_CONV_LAYOUT[0] for layout in after)
 
 
 def mark_layout_free(mod: tvm.IRModule) -> tvm.IRModule:
