@@ -76,6 +76,10 @@ def model(own: Path) -> msviz.TunedModel:
     ({"rounds": 1.5}, ValueError, r"rounds must be an int >= 1, got 1\.5"),
     ({"rounds": math.nan}, ValueError, r"rounds must be an int >= 1, got nan"),
     ({"draws": 0}, ValueError, r"draws must be an int >= 1 \(fresh processes"),
+    # a slip of a count is refused at once, not run for days (or until a draw's time limit)
+    ({"rounds": 10**9}, ValueError, r"rounds must be at most 200, got 1000000000"),
+    ({"draws": 10**6}, ValueError, r"draws must be at most 20 \(fresh processes timing the "
+     r"model, each up to 600 s\), got 1000000"),
     ({"seed": "a"}, TypeError, r"seed must be an int \(or None for a random seed\), not str"),
     ({"seed": -1}, ValueError, r"seed must be within 0 \.\. "),
     ({"onnx": 3}, TypeError, r"onnx must be the path of an \.onnx file, got int 3"),

@@ -41,9 +41,9 @@ from msviz.bench import draw_jobs
 from msviz.bench.draw_jobs import NOOP_CALL, TIMING_BUDGET_S, time_calls, timing_runs
 from msviz.errors import MsvizWarning
 
-__all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "NOOP_CALL", "SLOW_FACTOR", "TIMING_BUDGET_S",
-           "DrawError", "check_draws", "run_draws", "time_calls", "timing_runs",
-           "without_scope_warnings"]
+__all__ = ["DEFAULT_DRAWS", "DRAW_TIMEOUT_S", "MAX_DRAWS", "NOOP_CALL", "SLOW_FACTOR",
+           "TIMING_BUDGET_S", "DrawError", "check_draws", "run_draws", "time_calls",
+           "timing_runs", "without_scope_warnings"]
 
 #: Fresh processes a model is timed in by default (the least of them is kept): 3, or
 #: ``$MSVIZ_DRAWS`` when set (read at import; the test suite runs the tutorials with 1).
@@ -66,6 +66,8 @@ def _draws_from_env(text: str) -> int:
 DEFAULT_DRAWS = _draws_from_env(os.environ.get("MSVIZ_DRAWS", ""))
 #: Seconds one draw (one fresh process: imports, loading the builds, every job) may take.
 DRAW_TIMEOUT_S = 600.0
+#: The most draws a caller may ask for (``MSVIZ_DRAWS`` takes 1..20 too).
+MAX_DRAWS = 20
 #: A timing this many times the least of its kind (the same build, other draws or rounds) is
 #: taken to have fallen in the machine's slow mode: on these 2-core VMs every kernel of every
 #: build runs ~1.4x (Zen 4) to ~2x (Zen 5) slower together for a while, across processes.
@@ -76,11 +78,16 @@ class DrawError(RuntimeError):
     """A draw (a fresh process timing the builds) failed; the message ends with its error."""
 
 
-def check_draws(draws: Any) -> int:
-    """``draws`` as an int >= 1, else ValueError."""
+def check_draws(draws: Any, most: int | None = MAX_DRAWS) -> int:
+    """``draws`` as an int in 1 .. ``most`` (None: no upper bound), else ValueError: a count
+    asked of a user is bounded, so that a slip (``draws=10**6``) is refused at once, not
+    run for days."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws must be an int >= 1 (fresh processes timing the model), "
                          f"got {draws!r}")
+    if most is not None and draws > most:
+        raise ValueError(f"draws must be at most {most} (fresh processes timing the model, "
+                         f"each up to {DRAW_TIMEOUT_S:g} s), got {draws!r}")
     return draws
 
 
@@ -128,7 +135,7 @@ def run_draws(builds: Mapping[str, Any], inputs: Sequence[Any], func_name: str, 
     import numpy as np  # heavy
 
     plans = [list(j) for j in jobs] if per_draw else [list(jobs)] * check_draws(draws)
-    draws = check_draws(len(plans))
+    draws = check_draws(len(plans), most=None)
     with tempfile.TemporaryDirectory(prefix="msviz-draws-") as tmp:
         root = Path(tmp)
         paths = {}

@@ -27,12 +27,13 @@ import pandas as pd
 
 from msviz.bench.draws import DEFAULT_DRAWS, SLOW_FACTOR, check_draws, run_draws
 
-__all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "MIN_VERDICT_DRAWS", "MIN_VERDICT_ROUNDS",
+__all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "MAX_ROUNDS", "MIN_VERDICT_DRAWS", "MIN_VERDICT_ROUNDS",
            "SLOW_FACTOR", "PairedComparison", "check_count", "compare_builds",
            "paired_summary"]
 
-#: Rounds per draw by default.
+#: Rounds per draw by default, and the most a caller may ask for.
 DEFAULT_ROUNDS = 6
+MAX_ROUNDS = 200
 #: The share of rounds that must fall on one side of 1 (and the median beyond the tolerance) for
 #: a verdict.
 AGREEMENT = 0.8
@@ -144,10 +145,14 @@ def paired_summary(names: Sequence[str], rounds: Sequence[tuple[int, float, floa
                             verdict=verdict, tolerance=tolerance, settings=dict(settings or {}))
 
 
-def check_count(name: str, value: Any) -> int:
-    """``value`` as an int >= 1 (rounds, runs), else ValueError naming ``name``."""
+def check_count(name: str, value: Any, most: int | None = MAX_ROUNDS) -> int:
+    """``value`` as an int in 1 .. ``most`` (rounds, runs; None: no upper bound), else
+    ValueError naming ``name``: ``rounds=10**9`` is refused at once, not run until the draw's
+    time limit kills it."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if most is not None and value > most:
+        raise ValueError(f"{name} must be at most {most}, got {value!r}")
     return value
 
 

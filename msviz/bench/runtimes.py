@@ -28,7 +28,7 @@ from typing import Any
 
 from msviz.bench import runtime_jobs
 from msviz.bench.draws import DEFAULT_DRAWS, check_draws, run_draws
-from msviz.bench.paired import paired_summary
+from msviz.bench.paired import check_count, paired_summary
 from msviz.bench.schedule import _arg_specs
 
 __all__ = ["PROFILE_RUNS", "ROUNDS", "TOLERANCE", "task_specs", "time_runtimes"]
@@ -84,8 +84,7 @@ def time_runtimes(exe: Any, model: Any, onnx_path: str | Path, runtimes: Sequenc
         [] without it), ``openvino_ops``, ``rounds``, ``draws``, ``threads``.
     """
     check_draws(draws)
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
+    check_count("rounds", rounds)
     names = ["tvm", *runtimes]
     plans: list[list[dict]] = []  # one process each: a build's rounds (and its profile)
     for d in range(draws):

@@ -9,10 +9,13 @@ Matching (:func:`match_nodes`, pure): a task's *anchor* is the op its name start
 weight shape (OIHW, or OHWI as the NHWC expert graph lays it) and whose output has as many
 elements as the node's; a ``MatMul`` / ``Gemm`` node matches a matmul-like task whose first
 input and output have as many elements as the node's (ORT prepacks a Gemm's weight and leaves it
-out of the profile). Where several tasks match a node (convolutions of one shape), the k-th such
+out of the profile); a pooling node (``MaxPool``, ``GlobalAveragePool``...) matches a pooling
+task (``max_pool2d``, ``avg_pool2d``, ``adaptive_avg_pool2d``, or the ``mean`` over the image an
+imported global pool becomes) whose first input and output have as many elements as the
+node's. Where several tasks match a node (convolutions of one shape), the k-th such
 node in ORT's order goes to the k-th such call in the model's order, each task taking at most as
 many nodes as the model calls it. The nodes that match no task (ORT's layout reorders, the
-elementwise ops it did not fuse, pooling...) are summed in ``other``.
+elementwise ops it did not fuse...) are summed in ``other``.
 
 The same concept at its other layers: :mod:`msviz.bench.runtimes`,
 :mod:`msviz.engine.measure.runtimes`, :mod:`msviz.views.runtimes`.
@@ -26,8 +29,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["CONV_OPS", "MATMUL_OPS", "RUNTIMES", "RUNTIMES_KIND", "anchor_of", "match_nodes",
-           "parse_ort_profile", "recorded_runtimes", "task_rows"]
+__all__ = ["CONV_OPS", "MATMUL_OPS", "POOL_OPS", "RUNTIMES", "RUNTIMES_KIND", "anchor_of",
+           "match_nodes", "parse_ort_profile", "recorded_runtimes", "task_rows"]
 
 #: The sidecar kind of a runtime comparison.
 RUNTIMES_KIND = "runtimes"
@@ -38,19 +41,29 @@ CONV_OPS = frozenset({"Conv", "FusedConv", "NhwcFusedConv", "ConvTranspose", "QL
                       "NhwcConv"})
 MATMUL_OPS = frozenset({"MatMul", "Gemm", "FusedMatMul", "FusedGemm", "MatMulNBits",
                         "QLinearMatMul", "MatMulInteger"})
+#: ONNX Runtime's pooling ops (its NCHWc and NHWC kernels included).
+POOL_OPS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                      "NchwcMaxPool", "NchwcAveragePool", "NchwcGlobalAveragePool",
+                      "NchwcGlobalMaxPool", "NhwcMaxPool", "QLinearAveragePool",
+                      "QLinearGlobalAveragePool"})
 _ANCHORS = {"conv1d": "conv", "conv2d": "conv", "conv3d": "conv", "conv2d_transpose": "conv",
-            "matmul": "matmul", "dense": "matmul", "batch_matmul": "matmul"}
+            "matmul": "matmul", "dense": "matmul", "batch_matmul": "matmul",
+            "max_pool1d": "pool", "max_pool2d": "pool", "max_pool3d": "pool",
+            "avg_pool1d": "pool", "avg_pool2d": "pool", "avg_pool3d": "pool",
+            "adaptive_avg_pool1d": "pool", "adaptive_avg_pool2d": "pool",
+            "adaptive_avg_pool3d": "pool", "mean": "pool"}
+_OP_KINDS = ((CONV_OPS, "conv"), (MATMUL_OPS, "matmul"), (POOL_OPS, "pool"))
 _KERNEL_TIME = "_kernel_time"
 
 
 def anchor_of(task_name: str) -> str | None:
-    """``"conv"``, ``"matmul"`` or None: the kind of the first anchor op in a task's name
-    (``fused_conv2d1_add_relu`` -> ``"conv"``; a trailing number of a deduplicated op is
-    ignored)."""
+    """``"conv"``, ``"matmul"``, ``"pool"`` or None: the kind of the first anchor op in a
+    task's name (``fused_conv2d1_add_relu`` -> ``"conv"``; a trailing number of a deduplicated
+    op is ignored)."""
     name = task_name[len("fused_"):] if task_name.startswith("fused_") else task_name
     words = [re.sub(r"\d+$", "", w) for w in name.split("_")]
     for i, word in enumerate(words):
-        for width in (2, 1):  # "batch_matmul", "conv2d_transpose" first
+        for width in (3, 2, 1):  # "adaptive_avg_pool2d", "batch_matmul" first
             joined = "_".join(words[i:i + width])
             if len(words[i:i + width]) == width and joined in _ANCHORS:
                 return _ANCHORS[joined]
@@ -139,7 +152,7 @@ def match_nodes(nodes: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str,
     other = []
     for node in nodes:
         op = node.get("op", "")
-        kind = "conv" if op in CONV_OPS else "matmul" if op in MATMUL_OPS else None
+        kind = next((k for ops, k in _OP_KINDS if op in ops), None)
         fits = [t for t in ordered if kind is not None and anchor_of(t["task"]) == kind
                 and _fits(node, t, kind)]
         free = [t for t in fits if len(by_task[t["task"]]) < max(1, int(t.get("calls") or 1))]

@@ -27,7 +27,9 @@ def test_parse_ort_profile_one_row_per_node_median_over_runs() -> None:
     ("fused_conv2d1_add_relu", "conv"), ("fused_conv2d_add_add1_relu", "conv"),
     ("fused_matmul3_add", "matmul"), ("fused_batch_matmul_add", "matmul"),
     ("fused_dense_add", "matmul"), ("fused_conv2d_transpose_add", "conv"),
-    ("softmax", None), ("fused_add_relu", None), ("adaptive_avg_pool2d", None),
+    ("softmax", None), ("fused_add_relu", None), ("adaptive_avg_pool2d", "pool"),
+    ("max_pool2d", "pool"), ("max_pool2d1", "pool"), ("mean", "pool"), ("fused_avg_pool2d_add",
+    "pool"), ("fused_transpose1_reshape", None), ("fused_layer_norm", None),
 ])
 def test_anchor_of(name: str, anchor: str | None) -> None:
     assert anchor_of(name) == anchor
@@ -58,6 +60,32 @@ def test_a_conv_node_matches_the_nhwc_task_of_its_weight_in_ohwi() -> None:
     assert match_nodes([node], [other, nhwc])["tasks"] == {"fused_conv2d1_add": [],
                                                            "fused_conv2d_add": ["c"]}
     assert match_nodes([node], [other])["other"] == ["c"]
+
+
+def test_pooling_nodes_match_the_pooling_tasks_of_their_sizes() -> None:
+    # ResNet's stem pool and its global average pool, as ORT's NCHWc kernels profile them
+    # (blocked NCHW) and as the NHWC expert graph's tasks hold them
+    nodes = [
+        {"node": "pool", "op": "NchwcMaxPool", "inputs": [[1, 8, 80, 80, 8]],
+         "outputs": [[1, 8, 40, 40, 8]], "us": 30.0},
+        {"node": "gap", "op": "GlobalAveragePool", "inputs": [[1, 2048, 5, 5]],
+         "outputs": [[1, 2048, 1, 1]], "us": 4.0},
+        {"node": "relu", "op": "Relu", "inputs": [[1, 2048, 5, 5]],
+         "outputs": [[1, 2048, 5, 5]], "us": 2.0}]
+    tasks = [
+        {"task": "max_pool2d", "inputs": [[1, 80, 80, 64]], "output": [1, 40, 40, 64],
+         "calls": 1, "order": 1},
+        {"task": "mean", "inputs": [[1, 5, 5, 2048]], "output": [1, 1, 1, 2048],
+         "calls": 1, "order": 2},
+        # an elementwise task of the same sizes is no pool
+        {"task": "fused_add_relu", "inputs": [[1, 5, 5, 2048]], "output": [1, 5, 5, 2048],
+         "calls": 1, "order": 0}]
+    assert match_nodes(nodes, tasks) == {
+        "tasks": {"max_pool2d": ["pool"], "mean": ["gap"], "fused_add_relu": []},
+        "other": ["relu"], "nodes": 3, "matched": 2}
+    # a pool of other sizes (a 3x3 stride-1 pool) matches no task
+    other = dict(nodes[0], outputs=[[1, 8, 80, 80, 8]])
+    assert match_nodes([other], tasks)["other"] == ["pool"]
 
 
 def test_task_rows_sorted_by_gap_with_gflops_and_peak_share() -> None:
