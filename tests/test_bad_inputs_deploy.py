@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import msviz
@@ -215,6 +216,54 @@ def test_a_target_the_records_were_not_tuned_for_is_refused(work_dir: Path) -> N
                            r"tuned and timed for another target"):
             msviz.build(work_dir, target=target)
     assert msviz.build(work_dir, target="llvm").target.export()["mcpu"] == held["mcpu"]
+
+
+def test_a_work_dir_of_two_targets_builds_with_the_given_targets_records(
+        work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A work dir resumed on another CPU holds records of two targets. Stock's JSONDatabase
+    answers each workload's fastest record of either: the build would run a schedule timed on
+    the other machine. Here each workload's slowest record of this CPU is there again, as if
+    timed 10x faster on another CPU."""
+    mixed = _copy(work_dir, tmp_path / "mixed")
+    path = mixed / db_files.RECORD_FILE
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    host = rows[0][1][2]  # the record's target, as the file holds it
+    assert all(r[1][2] == host for r in rows)
+    other = {**host, "mcpu": "znver3" if host.get("mcpu") != "znver3" else "skylake"}
+    valid = [r for r in rows if max(r[1][1]) < 1e9]
+    fastest, slowest = {}, {}  # per workload line: this CPU's records, by mean run_secs
+    for r in valid:
+        mean = sum(r[1][1]) / len(r[1][1])
+        fastest[r[0]] = min(fastest.get(r[0], (mean, r)), (mean, r), key=lambda x: x[0])
+        slowest[r[0]] = max(slowest.get(r[0], (mean, r)), (mean, r), key=lambda x: x[0])
+    assert fastest
+    copies = [[w, [r[1][0], [fastest[w][0] / 10], other, r[1][3]]]
+              for w, (_, r) in slowest.items()]
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(c, separators=(",", ":")) + "\n" for c in copies)
+    workloads = [json.loads(x) for x in (mixed / db_files.WORKLOAD_FILE).read_text().splitlines()]
+
+    built: list = []  # the database the build is given (every build from a work dir's)
+    real = requests.deploy.build_tuned
+    monkeypatch.setattr(requests.deploy, "build_tuned", lambda *a, **kw: built.append(
+        kw["database"]) or real(*a, **kw))
+    tuned = msviz.build(mixed, target=host)
+    assert tuned.target.export()["mcpu"] == host["mcpu"] and len(built) == 1
+    stock = msviz.compat.JSONDatabase(work_dir=str(mixed))
+    for w, (mean, r) in fastest.items():
+        mod = msviz.compat.Workload.from_json(workloads[w]).mod
+        answer = built[0].query_tuning_record(mod, tuned.target, "main")
+        assert answer.target.export()["mcpu"] == host["mcpu"]
+        secs = [float(getattr(x, "value", x)) for x in answer.run_secs]
+        assert sum(secs) / len(secs) == pytest.approx(mean)
+        # what the build would have used before: the other CPU's copy
+        assert stock.query_tuning_record(mod, tuned.target, "main").target.export()["mcpu"] \
+            == other["mcpu"]
+    # the model built with it runs right
+    out = tuned(*tuned.model.random_inputs(0))
+    assert np.allclose(out, msviz.build(work_dir)(*tuned.model.random_inputs(0)))
+    one = requests.tuned_database(work_dir, host)  # one target: stock's own database
+    assert isinstance(one, msviz.compat.JSONDatabase)
 
 
 # -- TunedModel: export, time -----------------------------------------------------------------

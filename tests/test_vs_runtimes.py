@@ -63,6 +63,11 @@ def test_against_onnxruntime_end_to_end(resnet_block_dir: Path) -> None:
         assert rows[name]["gap"] == pytest.approx(rows[name]["tvm_us"] / rows[name]["ort_us"])
     assert data["ort_matched"] == 2 and data["ort_nodes"] >= 2
     assert data["peak"]["gflops"] is None or data["peak"]["gflops"] > 0
+    # the peak measured before and after the timing (the session's recorded model profile is
+    # used: no profiling, no third sample), the largest kept
+    samples = data["peak"]["samples_gflops"]
+    assert len(samples) == 2 and data["peak"]["gflops"] == max(
+        (x for x in samples if x), default=None)
     # the sidecar line: msviz.open reads it back without running anything
     recorded = recorded_runtimes(msviz.open(resnet_block_dir))
     assert recorded is not None and recorded["whole"] == data["whole"]

@@ -19,11 +19,13 @@ from msviz.bench.model_check import fallback_tasks, flatten_outputs
 __all__ = ["build_tuned", "build_untuned", "export_build", "run_build", "vm_of"]
 
 
-def build_tuned(model: Any, tasks: list, work_dir: str | Path, target: Any
-                ) -> tuple[Any, list[str]]:
-    """``model`` built with the work dir's best records, and the names of its tasks that have
-    no successful record there (they run their untuned schedule)."""
-    database = compat.JSONDatabase(work_dir=str(work_dir))
+def build_tuned(model: Any, tasks: list, work_dir: str | Path, target: Any, *,
+                database: Any = None) -> tuple[Any, list[str]]:
+    """``model`` built with the work dir's best records (``database``: the database of them
+    to build with; None: its ``JSONDatabase``), and the names of its tasks that have no
+    successful record there (they run their untuned schedule)."""
+    if database is None:
+        database = compat.JSONDatabase(work_dir=str(work_dir))
     return model.compile(database, target), fallback_tasks(database, tasks)
 
 

@@ -70,10 +70,11 @@ def end_to_end_times(draws: Sequence[Mapping[str, float]]) -> dict:
 def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, seed: int = 0,
               number: int = 10, repeat: int = 3, rtol: float = 1e-4, atol: float = 1e-4,
               draws: int = DEFAULT_DRAWS, profile_runs: int | None = None,
-              with_tuned: Callable[[Any, Any, Any], None] | None = None
-              ) -> tuple[dict, list[dict] | None, Any]:
+              with_tuned: Callable[[Any, Any, Any], None] | None = None,
+              database: Any = None) -> tuple[dict, list[dict] | None, Any]:
     """:func:`check_model`, and with ``profile_runs`` each draw also times the tuned build's
-    calls (a ``calls`` job of :mod:`msviz.bench.draws`, in the same fresh processes).
+    calls (a ``calls`` job of :mod:`msviz.bench.draws`, in the same fresh processes);
+    ``database``: the database to build with (None: the work dir's ``JSONDatabase``).
 
     Returns
     -------
@@ -88,10 +89,11 @@ def run_check(model: Any, tasks: list, work_dir: str | Path, target: Any, *, see
                             "draws": draws, "untuned_draws_us": [], "tuned_draws_us": [],
                             "slow_draws": [],
                             "untuned_spread": None, "tuned_spread": None}
-    calls, database = None, None
+    calls = None
     step = "opening the database"
     try:
-        database = compat.JSONDatabase(work_dir=str(work_dir))
+        if database is None:
+            database = compat.JSONDatabase(work_dir=str(work_dir))
         data["fallback"] = fallback_tasks(database, tasks)
         step = f"building the model ({model.graph} graph) with the database"
         tuned = model.compile(database, target)

@@ -173,14 +173,17 @@ def profile_draws(calls: Sequence[Mapping[str, Any]], tasks: Sequence[Any], data
 
 
 def profile_model(model: Any, tasks: Sequence[Any], work_dir: Any, target: Any, *,
-                  runs: int = PROFILE_RUNS, seed: int = 0, draws: int = DEFAULT_DRAWS) -> dict:
+                  runs: int = PROFILE_RUNS, seed: int = 0, draws: int = DEFAULT_DRAWS,
+                  database: Any = None) -> dict:
     """Build ``model`` with the work dir's database (:meth:`Model.compile`, as
-    :func:`msviz.bench.check_model` does) and profile it in ``draws`` fresh processes
+    :func:`msviz.bench.check_model` does; ``database``: the one to build with, None: the work
+    dir's ``JSONDatabase``) and profile it in ``draws`` fresh processes
     (:func:`msviz.bench.draws.run_draws`, ``runs`` model runs each): the data of
     :func:`combine_draws`."""
     _check_runs(runs)
     check_draws(draws)
-    database = compat.JSONDatabase(work_dir=str(work_dir))
+    if database is None:
+        database = compat.JSONDatabase(work_dir=str(work_dir))
     exe = model.compile(database, target)
     results = run_draws({"tuned": exe}, model.random_inputs(seed), model.func_name,
                         compat.device_type(target),

@@ -5,6 +5,11 @@ chains in registers on every core with AVX-512 (where ``-march=native`` has it) 
 with ``gcc -O3 -march=native -fopenmp`` and run with ``OMP_NUM_THREADS`` = the threads the
 kernels use; the larger of the two is the peak. Measured once per process (``lru_cache``): it
 takes about half a second and the cores do not change under a process.
+
+These shared 2-core VMs fall into a slow mode for a while (every program ~1.4-2x slower
+together), and a peak measured in it makes a kernel timed in the fast mode run "above the
+peak". :func:`best_fp32_peak` measures again at other moments (around long timings) and keeps
+the largest.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["PEAK_SOURCE", "cpu_name", "fp32_peak", "physical_cores"]
+__all__ = ["PEAK_SOURCE", "best_fp32_peak", "cpu_name", "fp32_peak", "measure_fp32_peak",
+           "physical_cores"]
 
 #: The C source of the measurement.
 PEAK_SOURCE = Path(__file__).with_name("peak_fma.c")
@@ -53,7 +59,23 @@ def physical_cores() -> int:
 @functools.lru_cache(maxsize=8)
 def fp32_peak(threads: int | None = None) -> dict:
     """The fp32 peak of ``threads`` cores (None: :func:`physical_cores`), measured once per
-    process.
+    process (:func:`measure_fp32_peak`)."""
+    return measure_fp32_peak(threads)
+
+
+def best_fp32_peak(samples: list[dict]) -> dict:
+    """The sample of :func:`measure_fp32_peak` with the largest peak (measured at several
+    moments: one in the machine's slow mode is too low), with ``samples_gflops``: every
+    sample's peak (None where it failed), in order."""
+    if not samples:
+        raise ValueError("best_fp32_peak needs at least one sample")
+    measured = [s for s in samples if s.get("gflops")]
+    best = max(measured, key=lambda s: s["gflops"]) if measured else samples[-1]
+    return {**best, "samples_gflops": [s.get("gflops") for s in samples]}
+
+
+def measure_fp32_peak(threads: int | None = None) -> dict:
+    """The fp32 peak of ``threads`` cores (None: :func:`physical_cores`), measured now.
 
     Returns
     -------

@@ -26,9 +26,10 @@ from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_model
 from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, check_count, compare_builds
 from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_inputs
-from msviz.engine.arguments import on_tuned_graph
+from msviz.archive import merge
+from msviz.engine.arguments import on_tuned_graph, workloads_held
 from msviz.engine.measure.service import MEASURING_LOCK
-from msviz.errors import MsvizError
+from msviz.errors import MsvizError, TargetError
 from msviz.records import database as db_files
 from msviz.records.impossible import refuse_impossible
 from msviz.records.model_profile import (
@@ -37,6 +38,7 @@ from msviz.records.model_profile import (
     model_profile_frame,
 )
 from msviz.records.sidecar import read_sidecar
+from msviz.records.targets import target_text
 from msviz.whynot.wants import tvm_text
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "model_profile_of",
     "profile_run",
     "run_model_build",
+    "tuned_database",
 ]
 
 
@@ -83,9 +86,32 @@ def check_model_end_to_end(model: Any, tasks: Sequence[Any], work_dir: Any, targ
     :data:`msviz.bench.draws.DEFAULT_DRAWS`, read now) that also profile the tuned build
     (:func:`msviz.bench.model_check.run_check`), under the lock."""
     draws = draws_mod.DEFAULT_DRAWS if draws is None else draws
+    database = tuned_database(work_dir, target)
     with MEASURING_LOCK:
         return run_check(model, tasks, work_dir, target, seed=seed, draws=draws,
-                         profile_runs=PROFILE_RUNS)
+                         profile_runs=PROFILE_RUNS, database=database)
+
+
+def tuned_database(work_dir: Any, target: Any) -> Any:
+    """The database a model is built with from a work dir: stock's ``JSONDatabase`` when its
+    records are of one target. When they are of several (a work dir resumed on another CPU, or
+    tuned for a GPU as well), only ``target``'s best records
+    (:func:`msviz.archive.merge.database`; an empty database when none is of ``target``): a
+    ``JSONDatabase`` answers each workload's fastest record of any target, and the build would
+    run a schedule timed on another machine, or a GPU's schedule on the CPU."""
+    held = workloads_held(Path(work_dir))[1]
+    texts = set()
+    for text in held:
+        try:
+            texts.add(target_text(text))
+        except ValueError:  # a target this TVM cannot read: one of its own
+            texts.add(text)
+    if len(texts) <= 1:
+        return compat.JSONDatabase(work_dir=str(work_dir))
+    try:
+        return merge.database(work_dir, target=target)
+    except TargetError:
+        return compat.ms.database.MemoryDatabase()
 
 
 def profile_run(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRESHOLD,
@@ -137,7 +163,7 @@ def profile_run(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRES
     target = run.trial(0).record.target or compat.make_target("llvm")
     model = on_tuned_graph(model, run.work_dir, run.sidecar_entries, target)
     tasks = model.extract_tasks(target)
-    database = compat.JSONDatabase(work_dir=str(run.work_dir))
+    database = tuned_database(run.work_dir, target)
     if not any(database.has_workload(t.workload.mod) for t in tasks):
         raise MsvizError(f"{run.work_dir} holds no workload of model {model.name!r} (its tasks: "
                          f"{', '.join(t.name for t in tasks)}; the work dir's: "
@@ -159,8 +185,10 @@ def model_profile_of(work_dir: Any, model: Any, tasks: Sequence[Any], target: An
             raise MsvizError(f"the model profile recorded in {work_dir} failed: "
                              f"{recorded['error']}; pass refresh=True to profile again")
         return model_profile_frame(recorded, threshold)
+    database = tuned_database(work_dir, target)
     with MEASURING_LOCK:
-        data = profile_model(model, tasks, work_dir, target, runs=runs, draws=draws)
+        data = profile_model(model, tasks, work_dir, target, runs=runs, draws=draws,
+                             database=database)
     return model_profile_frame(data, threshold)
 
 
@@ -218,7 +246,7 @@ def _compare(a: Any, b: Any, model: Any, target: Any, labels: list[str], *, seed
         if isinstance(what, (str, Path)):
             if not Path(what).is_dir():
                 raise FileNotFoundError(f"{what} is not a work dir")
-            database = compat.JSONDatabase(work_dir=str(what))
+            database = tuned_database(what, target)
             # each on the graph it was tuned on
             tuned = on_tuned_graph(model, what, read_sidecar(what).other, target)
             builds[label] = tuned.compile(database, target)
@@ -232,8 +260,9 @@ def build_tuned_model(model: Any, tasks: list, work_dir: Any, target: Any
                       ) -> tuple[Any, list[str]]:
     """``model`` built with the work dir's best records and its tasks with no record there
     (:func:`msviz.bench.deploy.build_tuned`), under the lock."""
+    database = tuned_database(work_dir, target)
     with MEASURING_LOCK:
-        return deploy.build_tuned(model, tasks, work_dir, target)
+        return deploy.build_tuned(model, tasks, work_dir, target, database=database)
 
 
 def build_untuned_model(model: Any, target: Any) -> Any:
