@@ -80,6 +80,7 @@ ENTRY: dict[str, Any] = {
     ],
     "other": [{"node": "ReorderInput", "op": "ReorderInput", "us": 5.0}],
     "other_us": 5.0, "ort_nodes": 3, "ort_matched": 2, "openvino_ops": [],
+    "tvm_scale": 0.9, "ort_scale": 0.7,
 }
 
 

@@ -63,6 +63,12 @@ def test_against_onnxruntime_end_to_end(resnet_block_dir: Path) -> None:
         assert rows[name]["gap"] == pytest.approx(rows[name]["tvm_us"] / rows[name]["ort_us"])
     assert data["ort_matched"] == 2 and data["ort_nodes"] >= 2
     assert data["peak"]["gflops"] is None or data["peak"]["gflops"] > 0
+    # each side's per-task times add up to its whole-model time in this comparison
+    assert data["ort_scale"] is not None and sum(
+        r["ort_us"] for r in data["tasks"] if r["ort_us"] is not None) + data["other_us"] \
+        == pytest.approx(whole["runtime_us"])
+    assert data["tvm_scale"] is not None  # the recorded profile timed every task
+    assert sum(r["tvm_us"] for r in data["tasks"]) == pytest.approx(whole["tvm_us"])
     # the peak measured before and after the timing (the session's recorded model profile is
     # used: no profiling, no third sample), the largest kept
     samples = data["peak"]["samples_gflops"]

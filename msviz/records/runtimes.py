@@ -169,13 +169,25 @@ def _per_s(flop: float, us: float | None) -> float | None:
     return None if not us or not flop else flop / (us * 1e3)
 
 
+def _scale(whole_us: float | None, parts_us: float) -> float | None:
+    return whole_us / parts_us if whole_us and parts_us > 0 else None
+
+
 def task_rows(tasks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
-              in_model_us: Mapping[str, float | None], peak_gflops: float | None) -> dict:
+              in_model_us: Mapping[str, float | None], peak_gflops: float | None, *,
+              tvm_whole_us: float | None = None, ort_whole_us: float | None = None) -> dict:
     """Per task, its time in the model beside ORT's for the nodes it covers. Pure.
 
     ``tasks`` as :func:`match_nodes` takes them, with ``flop`` (per call); ``in_model_us`` is
     each task's time per call inside the tuned model (the model profile's). Rows are sorted by
     ``gap`` (``tvm_us / ort_us``), largest first, the tasks ORT has no node for last.
+
+    The profiles are taken in other runs than the whole-model timings, by instrumented runs,
+    maybe in the machine's slow mode (ORT's profile of ResNet-50 summed to 1.45x its whole
+    run). Given ``tvm_whole_us`` / ``ort_whole_us`` (each side's whole-model time in the same
+    comparison), each side's times are scaled to add up to it: TVM's tasks (when every task
+    called has a time) and all of ORT's nodes, "other" included. The per-task gaps then agree
+    with the whole model's.
 
     Returns
     -------
@@ -183,18 +195,24 @@ def task_rows(tasks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, A
         ``tasks`` (rows: ``task``, ``calls``, ``flop`` (per run: per call x calls),
         ``tvm_us`` and ``ort_us`` (per run), ``gap``, ``tvm_gflops``, ``ort_gflops``,
         ``tvm_peak`` and ``ort_peak`` (shares of ``peak_gflops``), ``nodes``, ``ops``),
-        ``other`` (rows ``node``, ``op``, ``us``), ``other_us``, ``nodes``, ``matched``.
+        ``other`` (rows ``node``, ``op``, ``us``), ``other_us``, ``nodes``, ``matched``,
+        ``tvm_scale`` and ``ort_scale`` (the factors applied; None: not scaled).
     """
     matched = match_nodes(nodes, tasks)
     by_name = {n["node"]: n for n in nodes}
+    called = [t for t in tasks if int(t.get("calls") or 0)]
+    tvm_scale = _scale(tvm_whole_us, sum(
+        in_model_us[t["task"]] * int(t["calls"]) for t in called)) if called and all(
+        in_model_us.get(t["task"]) is not None for t in called) else None
+    ort_scale = _scale(ort_whole_us, sum(float(n["us"]) for n in nodes))
     rows = []
     for t in tasks:
         names = matched["tasks"][t["task"]]
         per_call = in_model_us.get(t["task"])
         calls = int(t.get("calls") or 0)
         flop = float(t.get("flop") or 0.0) * calls
-        tvm = None if per_call is None else per_call * calls
-        ort = sum(by_name[n]["us"] for n in names) if names else None
+        tvm = None if per_call is None else per_call * calls * (tvm_scale or 1.0)
+        ort = sum(by_name[n]["us"] for n in names) * (ort_scale or 1.0) if names else None
         tvm_gflops, ort_gflops = _per_s(flop, tvm), _per_s(flop, ort)
         rows.append({
             "task": t["task"], "calls": calls, "flop": flop, "tvm_us": tvm, "ort_us": ort,
@@ -204,10 +222,11 @@ def task_rows(tasks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, A
             "ort_peak": ort_gflops / peak_gflops if ort_gflops and peak_gflops else None,
             "nodes": names, "ops": sorted({by_name[n]["op"] for n in names})})
     rows.sort(key=lambda r: (r["gap"] is None, -(r["gap"] or 0.0)))
-    other = [{"node": n, "op": by_name[n]["op"], "us": by_name[n]["us"]}
+    other = [{"node": n, "op": by_name[n]["op"], "us": by_name[n]["us"] * (ort_scale or 1.0)}
              for n in matched["other"]]
     return {"tasks": rows, "other": other, "other_us": sum(r["us"] for r in other),
-            "nodes": matched["nodes"], "matched": matched["matched"]}
+            "nodes": matched["nodes"], "matched": matched["matched"],
+            "tvm_scale": tvm_scale, "ort_scale": ort_scale}
 
 
 def recorded_runtimes(run: Any) -> dict | None:

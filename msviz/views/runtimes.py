@@ -77,6 +77,8 @@ class RuntimesInfo(NamedTuple):
     matched: int  # of them, matched to a task
     rounds: int | None
     draws: int | None
+    tvm_scale: float | None = None  # the factor TVM's profiled task times were scaled by
+    ort_scale: float | None = None  # and ONNX Runtime's profiled nodes' (None: not scaled)
 
 
 def _largest(diffs: Any) -> float | None:
@@ -115,7 +117,8 @@ def runtimes_info(data: Mapping[str, Any] | None) -> RuntimesInfo:
         tvm_max_abs_diff=_largest(tvm.get("max_abs_diff")), whole=whole, tasks=tasks,
         other_us=float(data.get("other_us") or 0.0), other_nodes=len(data.get("other") or ()),
         nodes=int(data.get("ort_nodes") or 0), matched=int(data.get("ort_matched") or 0),
-        rounds=data.get("rounds"), draws=data.get("draws"))
+        rounds=data.get("rounds"), draws=data.get("draws"), tvm_scale=data.get("tvm_scale"),
+        ort_scale=data.get("ort_scale"))
 
 
 def _f(value: float | None, spec: str = ".1f", unit: str = "") -> str:
@@ -154,6 +157,15 @@ def runtimes_figure(info: RuntimesInfo) -> Any:
 
 def _peak(share: float | None) -> str:
     return "-" if share is None else f"{100 * share:.1f}%"
+
+
+def _scaled(info: RuntimesInfo) -> str:
+    """What the per-task times were scaled by ("" when neither side was)."""
+    parts = [f"{who} x{scale:.2f}" for who, scale in (
+        ("TVM's profiled calls", info.tvm_scale),
+        ("ONNX Runtime's profiled nodes", info.ort_scale)) if scale is not None]
+    return ("; per-task times scaled to add up to each side's whole-model time ("
+            + ", ".join(parts) + ")") if parts else ""
 
 
 def runtimes_html(info: RuntimesInfo | None) -> str:
@@ -196,7 +208,7 @@ def runtimes_html(info: RuntimesInfo | None) -> str:
     note = (f"{html.escape(info.cpu)}, {info.threads} threads, {peak}; least of "
             f"{info.rounds} alternating rounds x {info.draws} fresh processes, the gap their "
             f"paired median{html.escape(tvm_ok)}; {info.matched} of {info.nodes} ONNX Runtime "
-            "nodes matched to tasks")
+            f"nodes matched to tasks{_scaled(info)}")
     style = ("<style>.msviz-runtimes td,.msviz-runtimes th{border:1px solid #ddd;"
              "padding:2px 6px;text-align:right}</style>")
     table = "<table style='border-collapse:collapse;font-size:12px'>"

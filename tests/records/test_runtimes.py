@@ -105,6 +105,33 @@ def test_task_rows_sorted_by_gap_with_gflops_and_peak_share() -> None:
         [{"node": "ReorderInput", "op": "ReorderInput", "us": 5.0}], 5.0, 4, 3)
 
 
+def test_task_rows_scaled_to_each_sides_whole_model_time() -> None:
+    # ORT's profiled nodes add up to 62 µs a run (5 + 32 + 19 + 6), its whole run took 31 in
+    # the comparison; TVM's tasks to 77, its whole run 38.5: both sides' times are halved
+    in_model = {"fused_conv2d_add_add1_relu": 57.0, "fused_conv2d_add_relu": 16.0,
+                "fused_matmul_add": 3.0, "softmax": 1.0}
+    data = task_rows(TASKS, parse_ort_profile(ORT_EVENTS), in_model, peak_gflops=100.0,
+                     tvm_whole_us=38.5, ort_whole_us=31.0)
+    assert (data["tvm_scale"], data["ort_scale"]) == (0.5, 0.5)
+    assert [(r["task"], r["tvm_us"], r["ort_us"], r["gap"]) for r in data["tasks"]] == [
+        ("fused_conv2d_add_add1_relu", 28.5, 9.5, 3.0),
+        ("fused_conv2d_add_relu", 8.0, 16.0, 0.5),
+        ("fused_matmul_add", 1.5, 3.0, 0.5),
+        ("softmax", 0.5, None, None)]
+    assert data["tasks"][0]["tvm_gflops"] == pytest.approx(300000 / 28.5e3)
+    assert (data["other"], data["other_us"]) == (
+        [{"node": "ReorderInput", "op": "ReorderInput", "us": 2.5}], 2.5)
+    # a task the model calls but the profile did not time: TVM's side is left as it is
+    partial = dict(in_model, softmax=None)
+    data = task_rows(TASKS, parse_ort_profile(ORT_EVENTS), partial, peak_gflops=100.0,
+                     tvm_whole_us=38.5, ort_whole_us=31.0)
+    assert (data["tvm_scale"], data["ort_scale"]) == (None, 0.5)
+    assert data["tasks"][0]["tvm_us"] == 57.0 and data["tasks"][0]["ort_us"] == 9.5
+    # without the whole-model times nothing is scaled
+    data = task_rows(TASKS, parse_ort_profile(ORT_EVENTS), in_model, peak_gflops=100.0)
+    assert (data["tvm_scale"], data["ort_scale"]) == (None, None)
+
+
 def test_a_task_called_twice_takes_two_nodes() -> None:
     tasks = [{**TASKS[1], "calls": 2, "order": 0}]
     matched = match_nodes(parse_ort_profile(ORT_EVENTS), tasks)

@@ -33,7 +33,8 @@ def test_runtimes_info_whole(same: Any) -> None:
             RuntimeTask("fused_conv2d_add_relu", 1, 10.0, 20.0, 0.5, 29.6, 14.8, 0.296, 0.148,
                         ("FusedConv",)),
             RuntimeTask("softmax", 1, 2.0, None, None, 0.025, None, 0.00025, None, ())),
-        other_us=5.0, other_nodes=1, nodes=3, matched=2, rounds=2, draws=1)
+        other_us=5.0, other_nodes=1, nodes=3, matched=2, rounds=2, draws=1, tvm_scale=0.9,
+        ort_scale=0.7)
     assert same(runtimes_info(entry()), expected)
 
 
@@ -62,4 +63,9 @@ def test_runtimes_html_tables() -> None:
     assert text.count("msviz-runtime-row") == 2 and text.count("msviz-runtime-task'") == 3
     assert "DIFFER" in text and "2 of 3 ONNX Runtime nodes matched" in text
     assert "fp32 peak 100.0 GFLOPS" in text and "5.0%" in text  # TVM's share on the worst task
+    assert ("per-task times scaled to add up to each side's whole-model time (TVM's profiled "
+            "calls x0.90, ONNX Runtime's profiled nodes x0.70)") in text
+    unscaled = entry()
+    del unscaled["tvm_scale"], unscaled["ort_scale"]  # a line from before the scaling
+    assert "scaled" not in runtimes_html(runtimes_info(unscaled))
     assert runtimes_html(None) == ""

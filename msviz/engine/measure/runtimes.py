@@ -51,8 +51,15 @@ def compare_runtimes(work_dir: Any, model: Any, tasks: Sequence[Any], target: An
     specs = task_specs(model, tasks, target)
     in_model = {r["task"]: r.get("in_model_us") for r in profile["rows"]}
     nodes = parse_ort_profile(raw.pop("ort_events"))
-    per_task = task_rows(specs, nodes, in_model, peak["gflops"]) if nodes else {
-        "tasks": [], "other": [], "other_us": 0.0, "nodes": 0, "matched": 0}
+    # each side's per-task times scaled to its whole-model time in this comparison (its
+    # least round): the profiles ran in other runs, maybe in the machine's slow mode
+    ort = next((w for w in raw["whole"] if w["runtime"] == "onnxruntime"), None)
+    per_task = task_rows(
+        specs, nodes, in_model, peak["gflops"],
+        tvm_whole_us=min((w["tvm_us"] for w in raw["whole"]), default=None),
+        ort_whole_us=None if ort is None else ort["runtime_us"]) if nodes else {
+        "tasks": [], "other": [], "other_us": 0.0, "nodes": 0, "matched": 0,
+        "tvm_scale": None, "ort_scale": None}
     return {**raw, **{f"ort_{k}" if k in ("nodes", "matched") else k: v
                       for k, v in per_task.items()},
             "peak": peak, "cpu": peak["cpu"], "model": model.name, "onnx": str(onnx_path),
