@@ -67,8 +67,9 @@ def test_against_onnxruntime_end_to_end(resnet_block_dir: Path) -> None:
     assert data["ort_scale"] is not None and sum(
         r["ort_us"] for r in data["tasks"] if r["ort_us"] is not None) + data["other_us"] \
         == pytest.approx(whole["runtime_us"])
-    assert data["tvm_scale"] is not None  # the recorded profile timed every task
-    assert sum(r["tvm_us"] for r in data["tasks"]) == pytest.approx(whole["tvm_us"])
+    assert data["tvm_scale"] is not None  # the recorded profile timed the tasks
+    assert sum(r["tvm_us"] for r in data["tasks"] if r["tvm_us"] is not None) \
+        == pytest.approx(whole["tvm_us"])
     # the peak measured before and after the timing (the session's recorded model profile is
     # used: no profiling, no third sample), the largest kept
     samples = data["peak"]["samples_gflops"]

@@ -185,9 +185,10 @@ def task_rows(tasks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, A
     The profiles are taken in other runs than the whole-model timings, by instrumented runs,
     maybe in the machine's slow mode (ORT's profile of ResNet-50 summed to 1.45x its whole
     run). Given ``tvm_whole_us`` / ``ort_whole_us`` (each side's whole-model time in the same
-    comparison), each side's times are scaled to add up to it: TVM's tasks (when every task
-    called has a time) and all of ORT's nodes, "other" included. The per-task gaps then agree
-    with the whole model's.
+    comparison), each side's times are scaled to add up to it: the TVM tasks the profile timed
+    (one it did not time is no kernel call of its own in the build, or too short to time) and
+    all of ORT's nodes, "other" included. The per-task gaps then agree with the whole
+    model's.
 
     Returns
     -------
@@ -200,10 +201,9 @@ def task_rows(tasks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, A
     """
     matched = match_nodes(nodes, tasks)
     by_name = {n["node"]: n for n in nodes}
-    called = [t for t in tasks if int(t.get("calls") or 0)]
     tvm_scale = _scale(tvm_whole_us, sum(
-        in_model_us[t["task"]] * int(t["calls"]) for t in called)) if called and all(
-        in_model_us.get(t["task"]) is not None for t in called) else None
+        in_model_us[t["task"]] * int(t.get("calls") or 0) for t in tasks
+        if in_model_us.get(t["task"]) is not None))
     ort_scale = _scale(ort_whole_us, sum(float(n["us"]) for n in nodes))
     rows = []
     for t in tasks:
