@@ -27,9 +27,9 @@ import pandas as pd
 
 from msviz.bench.draws import DEFAULT_DRAWS, SLOW_FACTOR, check_draws, run_draws
 
-__all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "MAX_ROUNDS", "MIN_VERDICT_DRAWS", "MIN_VERDICT_ROUNDS",
-           "SLOW_FACTOR", "PairedComparison", "check_count", "compare_builds",
-           "paired_summary"]
+__all__ = ["AGREEMENT", "DEFAULT_ROUNDS", "MAX_ROUNDS", "MIN_VERDICT_DRAWS",
+           "MIN_VERDICT_ROUNDS", "SLOW_FACTOR", "PairedComparison", "check_count",
+           "compare_builds", "paired_summary"]
 
 #: Rounds per draw by default, and the most a caller may ask for.
 DEFAULT_ROUNDS = 6

@@ -170,22 +170,25 @@ def profile_run(run: Any, model: Any = None, *, threshold: float = DEFAULT_THRES
                          f"{', '.join(run.tasks['task'])}): is it a PrimFunc's work dir, or "
                          "another model's?")
     return model_profile_of(run.work_dir, model, tasks, target, recorded=None,
-                            threshold=threshold, refresh=True, runs=runs, draws=draws)
+                            threshold=threshold, refresh=True, runs=runs, draws=draws,
+                            database=database)
 
 
 def model_profile_of(work_dir: Any, model: Any, tasks: Sequence[Any], target: Any, *,
                      recorded: dict | None, threshold: float = DEFAULT_THRESHOLD,
                      refresh: bool = False, runs: int = PROFILE_RUNS,
-                     draws: int = DEFAULT_DRAWS) -> pd.DataFrame:
+                     draws: int = DEFAULT_DRAWS, database: Any = None) -> pd.DataFrame:
     """The recorded profile (unless ``refresh``), else a fresh one of ``model`` built from the
-    work dir's database and timed in ``draws`` fresh processes, under :data:`MEASURING_LOCK`; as a
+    work dir's database (``database``: :func:`tuned_database`'s, opened already; None: opened
+    here) and timed in ``draws`` fresh processes, under :data:`MEASURING_LOCK`; as a
     :func:`~msviz.records.model_profile.model_profile_frame`."""
     if recorded is not None and not refresh:
         if recorded.get("error"):
             raise MsvizError(f"the model profile recorded in {work_dir} failed: "
                              f"{recorded['error']}; pass refresh=True to profile again")
         return model_profile_frame(recorded, threshold)
-    database = tuned_database(work_dir, target)
+    if database is None:
+        database = tuned_database(work_dir, target)
     with MEASURING_LOCK:
         data = profile_model(model, tasks, work_dir, target, runs=runs, draws=draws,
                              database=database)
