@@ -9,6 +9,17 @@ TVM for the same target (for a GPU target: its host CPU, as an unscheduled PrimF
 thread bindings). Integers must be equal; floats within ``|got - expected| <= atol + rtol *
 |expected|`` (defaults by dtype, :func:`default_tolerance`).
 
+A reduction's result depends on the order it sums in: a tiled or tensorized schedule sums in
+another order than the untuned loop nest, and in a narrow float type each partial sum is rounded.
+Over K terms the rounding error grows like ``sqrt(K)`` times the unit roundoff times the size of
+the partial sums (an H200's fp16 tensor-core matmul of K = 1024 differs from the CPU's
+sequential fp16 sum by up to 0.58 at values near 19, in 12% of the elements beyond 1e-2). So
+where the workload reduces over K > 1 terms, the absolute tolerance is at least
+``ROUNDING_SIGMAS * u * sqrt(K) * rms(expected)`` (:func:`rounding_atol`), the root mean square of
+the expected values standing for the partial sums' size. A schedule that drops or repeats part of
+a reduction still differs far beyond it (one tile of 16 terms of 1024 left out: an error of
+the order of ``rms(expected) / 8`` in every element).
+
 A session checks after a batch's timings (never while the runner times) and before the build
 artifacts are removed, reusing them (``msviz.engine.measure.check.ResultChecker``). A candidate
 that computes a wrong answer is committed to the stock database with MetaSchedule's failure marker
@@ -36,6 +47,8 @@ __all__ = [
     "compare",
     "default_tolerance",
     "random_inputs",
+    "reduction_length",
+    "rounding_atol",
     "validate_mode",
 ]
 
@@ -51,6 +64,53 @@ _FLOAT_TOLERANCE = {
     "float32": (1e-4, 1e-4),
     "float64": (1e-7, 1e-7),
 }
+
+
+#: How many standard deviations of the summation's rounding error the tolerance allows (the
+#: largest of a million elements lies about 5 deviations out).
+ROUNDING_SIGMAS = 8.0
+
+#: Unit roundoff of float types NumPy may not hold (``finfo(dtype).eps / 2`` for the others).
+_UNIT_ROUNDOFF = {"bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
+
+
+def _unit_roundoff(dtype: str) -> float:
+    if dtype in _UNIT_ROUNDOFF:
+        return _UNIT_ROUNDOFF[dtype]
+    try:
+        return float(np.finfo(np.dtype(dtype)).eps) / 2.0
+    except TypeError:
+        return 2.0 ** -4  # another narrow format: as coarse as float8
+
+
+def rounding_atol(dtype: str, reduction: int, expected: np.ndarray) -> float:
+    """The absolute error a reduction of ``reduction`` terms may carry in ``dtype`` from its
+    summation order alone: ``ROUNDING_SIGMAS * u * sqrt(reduction) * rms(expected)`` (0 for
+    no reduction or no finite values)."""
+    if reduction <= 1 or expected.size == 0:
+        return 0.0
+    values = expected.astype(np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0.0
+    rms = float(np.sqrt(np.mean(values * values)))
+    return ROUNDING_SIGMAS * _unit_roundoff(str(dtype)) * math.sqrt(reduction) * rms
+
+
+def reduction_length(mod: Any) -> int:
+    """The most terms any block of ``mod`` sums into one element: the product of its reduction
+    iterators' extents (1 where nothing reduces; a non-constant extent counts as 1)."""
+    longest = 1
+    for _, func in mod.functions_items():
+        if not isinstance(func, compat.tir.PrimFunc):
+            continue
+        for block in compat.sblocks(func):
+            terms = 1
+            for iv in block.iter_vars:
+                if int(iv.iter_type) == 2:  # commutative reduction
+                    terms *= int(getattr(iv.dom.extent, "value", 1))
+            longest = max(longest, terms)
+    return longest
 
 
 def validate_mode(mode: Any) -> str:
@@ -175,11 +235,15 @@ def _inputs_for(mod: Any, inputs: Any, seed: int) -> list[np.ndarray]:
 
 
 def compare(got: Sequence[np.ndarray], expected: Sequence[np.ndarray], names: Sequence[str],
-            *, rtol: float | None = None, atol: float | None = None) -> CheckResult:
+            *, rtol: float | None = None, atol: float | None = None,
+            reduction: int = 1) -> CheckResult:
     """Compare every argument after a candidate's run with the reference's.
 
     ``rtol``/``atol`` override the dtype defaults (:func:`default_tolerance`) for float
-    arguments; integers must be equal.
+    arguments; integers must be equal. ``reduction``: how many terms the workload sums into an
+    element (:func:`reduction_length`); unless ``atol`` is given, a float argument's absolute
+    tolerance is at least what summing that many terms in another order may round to
+    (:func:`rounding_atol`).
     """
     worst = 0.0
     wrong: list[str] = []
@@ -194,7 +258,12 @@ def compare(got: Sequence[np.ndarray], expected: Sequence[np.ndarray], names: Se
             r0, a0 = default_tolerance(str(e.dtype))
             r = r0 if rtol is None else float(rtol)
             a = a0 if atol is None else float(atol)
-            tolerances.add(f"rtol={r:g} atol={a:g}")
+            summed = rounding_atol(str(e.dtype), reduction, e) if atol is None else 0.0
+            if summed > a:
+                a = summed
+                tolerances.add(f"rtol={r:g} atol={a:.3g} ({e.dtype} sums of {reduction} terms)")
+            else:
+                tolerances.add(f"rtol={r:g} atol={a:g}")
             g64, e64 = g.astype(np.float64), e.astype(np.float64)
             bad = ~np.isclose(g64, e64, rtol=r, atol=a, equal_nan=True)
             with np.errstate(invalid="ignore"):
@@ -255,6 +324,7 @@ class Reference:
         self.target = target
         self.names = [name for name, _, _ in _arg_specs(mod)]
         self.inputs = _inputs_for(mod, inputs, seed)
+        self.reduction = reduction_length(mod)
         self._expected: list[np.ndarray] | None = None
         self._error: str | None = None
 
@@ -285,7 +355,8 @@ class Reference:
         except Exception as err:
             return CheckResult.error(f"the candidate could not run here: "
                                      f"{type(err).__name__}: {last_line(err)}")
-        return compare(got, expected, self.names, rtol=rtol, atol=atol)
+        return compare(got, expected, self.names, rtol=rtol, atol=atol,
+                       reduction=self.reduction)
 
 
 def last_line(err: BaseException) -> str:

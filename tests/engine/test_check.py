@@ -20,9 +20,12 @@ import msviz
 from msviz import compat, workloads
 from msviz.bench.schedule import (
     CheckResult,
+    check_schedule,
     compare,
     default_tolerance,
     random_inputs,
+    reduction_length,
+    rounding_atol,
 )
 from msviz.engine.measure import MeasureResult, MeasuringService
 from msviz.engine.measure.check import ResultChecker
@@ -468,3 +471,79 @@ def test_a_profile_draw_in_the_slow_mode_is_named() -> None:
     assert slow_draws(per_draw, calls) == [1]
     assert slow_draws(per_draw[:1], calls) == []
     assert slow_draws([], calls) == []
+
+
+# -- reductions summed in another order: rounding is not a wrong result -----------------------
+
+
+def fp16_matmul(m: int, n: int, k: int) -> Any:
+    """C[m, n] = sum_k A[m, k] * B[k, n], all float16 (summed in float16)."""
+    te = compat.te
+    a = te.placeholder((m, k), "float16", name="A")
+    b = te.placeholder((k, n), "float16", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    c = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return compat.normalize_mod(te.create_prim_func([a, b, c]))
+
+
+def sequential_fp16_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A @ B summed one term at a time, each partial sum rounded to float16 (what the untuned
+    loop nest computes)."""
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float16)
+    for k in range(a.shape[1]):
+        acc = (acc.astype(np.float32) + a[:, k:k + 1].astype(np.float32)
+               * b[k:k + 1, :].astype(np.float32)).astype(np.float16)
+    return acc
+
+
+def test_rounding_atol_by_hand() -> None:
+    expected = np.array([3.0, -4.0], dtype="float16")  # rms = sqrt(12.5)
+    want = 8.0 * 2.0 ** -11 * math.sqrt(16) * math.sqrt(12.5)
+    assert rounding_atol("float16", 16, expected) == pytest.approx(want, rel=1e-12)
+    assert rounding_atol("float32", 16, expected) == pytest.approx(want * 2.0 ** -13,
+                                                                  rel=1e-12)
+    assert rounding_atol("float16", 1, expected) == 0.0  # nothing summed
+    assert rounding_atol("float16", 16, np.array([np.inf], "float16")) == 0.0
+
+
+def test_reduction_length_is_the_terms_summed_per_element() -> None:
+    assert reduction_length(fp16_matmul(8, 8, 1024)) == 1024
+    assert reduction_length(workloads.get("GMM-0").mod) == 128  # 1x128x128 @ 128x128
+
+
+def test_an_fp16_sum_in_another_order_matches_and_a_dropped_tile_does_not() -> None:
+    """An H200's tensor-core fp16 matmul (K = 1024) was flagged wrong in 12% of its elements
+    against the CPU's sequential fp16 sum: both are rounded sums, in different orders."""
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (64, 1024)).astype(np.float16)
+    b = rng.uniform(-1, 1, (1024, 64)).astype(np.float16)
+    expected = sequential_fp16_sum(a, b)
+    exact = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    old = compare([exact], [expected], ["C"])  # no reduction known: the dtype's 1e-2
+    assert not old.ok and "[rtol=0.01 atol=0.01]" in old.detail
+    atol = rounding_atol("float16", 1024, expected)
+    res = compare([exact], [expected], ["C"], reduction=1024)
+    assert res == CheckResult(
+        True, float(np.max(np.abs(exact.astype(np.float64) - expected))),
+        f"matches the untuned workload: max abs diff {res.max_abs_diff:.3g} "
+        f"[rtol=0.01 atol={atol:.3g} (float16 sums of 1024 terms)]", "ok")
+    dropped = (a[:, 16:].astype(np.float64) @ b[16:, :].astype(np.float64)).astype(np.float16)
+    res = compare([dropped], [expected], ["C"], reduction=1024)
+    assert not res.ok and res.outcome == "wrong"
+    assert res.detail.startswith("C differs in ")
+
+
+def test_an_rfactor_fp16_matmul_passes_the_check_with_real_tvm() -> None:
+    """The same false alarm on this CPU: rfactor sums 16 partial sums of 64 terms each."""
+    mod = fp16_matmul(64, 64, 1024)
+    sch = compat.Schedule(mod)
+    block = sch.get_sblock("C")
+    _, _, k = sch.get_loops(block)
+    _, ki = sch.split(k, factors=[None, 16])
+    sch.rfactor(ki, 0)
+    target = compat.make_target("llvm")
+    res = check_schedule(sch.mod, mod, target)
+    assert res.ok, res.detail
+    assert "(float16 sums of 1024 terms)" in res.detail
+    # with the dtype's fixed tolerance the same kernel reads as wrong
+    assert not check_schedule(sch.mod, mod, target, atol=1e-2).ok
