@@ -124,9 +124,10 @@ class Worker:
 
     def environment(self) -> dict[str, Any]:
         """The ``environment`` sidecar line of the session now (see
-        :mod:`msviz.engine.environment`)."""
+        :mod:`msviz.engine.environment`); once the database is open, ``first_line``: the first
+        record line its rules make."""
         workload_source, model_source = catalogue_source(self.tasks[0].workload, self.model)
-        return environment_of(
+        env = environment_of(
             self.config_now(), task_rules=self.task_rules,
             workload=None if self.model is not None else {
                 "name": self.tasks[0].workload.name, "source": workload_source},
@@ -134,6 +135,9 @@ class Worker:
                 "name": self.model.name, "source": model_source, "file": self.model.file,
                 "graph": self.model.graph,
                 "graph_report": self.model.graph_report(self.config.target).info()})
+        if self.shared is not None and self.shared.ready:
+            env["first_line"] = int(self.shared.next_line)
+        return env
 
     def config_now(self) -> SessionConfig:
         """The session's config with the rules and the task scheduler it has now (those of
@@ -237,6 +241,8 @@ class Worker:
             self.rules = rules
         else:
             self.task_rules[index] = rules
+        if self.shared is not None and self.shared.ready:  # tuning: the records from here on
+            self.write_sidecar("environment", self.environment())
 
     def _started_event(self) -> dict:
         c = self.config

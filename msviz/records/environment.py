@@ -14,8 +14,11 @@ sidecar line ``{"kind": "environment", ...}`` with what it takes to reproduce th
                "postprocs": [...], "mutator_probs": {...}, "mutator_params": {...}},
      "max_trials": 8, "trials_per_batch": 4, "max_trials_per_task": null,
      "task_scheduler": "gradient", "check": "best", "evaluator_config": {...},
-     "workload": {"name": "GMM-0", "source": "GMM-0"}, "model": null}
+     "workload": {"name": "GMM-0", "source": "GMM-0"}, "model": null, "first_line": 1}
 
+``first_line`` is the first database record line made in this environment: rules set while
+tuning (``session.set_rules``) write a new line from the next record on, so each record's rules
+are those of the last line whose ``first_line`` is at most its own (``Run.environment_at``).
 ``workload`` is the PrimFunc a session tuned (null for a model), ``model`` the model (null for
 one PrimFunc); their ``source`` names the catalogue entry it was built from (None for a user's
 own program). :func:`rules_from_json` rebuilds the :class:`RuleSet`.

@@ -83,6 +83,9 @@ class Run:
     """
 
     environment: dict | None = None
+    #: Every environment line, in order: the one the run started with, one per resume and one
+    #: per change of rules while tuning (:meth:`environment_at`).
+    environments: list = []  # noqa: RUF012 (read only)
     migration: Any = None  # a LiveRun's session writes with the pinned TVM
     #: The sidecar's lines other than trial rows (environment, end-to-end checks, profiles...).
     sidecar_entries: list = []  # noqa: RUF012 (read only; a LiveRun reads no sidecar)
@@ -110,11 +113,22 @@ class Run:
             self.trials = self._build_trials(sidecar)
             checks = [e for e in sidecar.other if e.get("kind") == "end_to_end"]
             self.end_to_end = _end_to_end_data(checks[-1]) if checks else None
-            self.environment = (environments(sidecar) or [None])[-1]
+            self.environments = environments(sidecar)
+            self.environment = (self.environments or [None])[-1]
             self._profile_rows = [e for e in sidecar.other if e.get("kind") == "profile"]
             self.sidecar_entries = sidecar.other
             self.tasks = tasks_frame(self.trials, self._task_names, self._flops, self._weights,
                                      task_ids=self._task_ids, done=self._done)
+
+    def environment_at(self, line: int) -> dict | None:
+        """The environment the record at ``line`` (1-based) was made in: the last environment
+        line whose ``first_line`` is at most ``line``. Lines written before msviz kept
+        ``first_line`` (and stock work dirs) give :attr:`environment`, the last one."""
+        envs = self.environments
+        if not envs or any("first_line" not in e for e in envs):
+            return self.environment
+        made = [e for e in envs if int(e["first_line"]) <= int(line)]
+        return made[-1] if made else envs[0]
 
     def _adopt(self, base: Run) -> None:
         """Take what ``base`` read of the work dir (a LiveRun starts from one read)."""

@@ -88,8 +88,9 @@ class Trial:
         """The postprocessors this trial was made with, where they are not its target's
         defaults (what :func:`msviz.trace.with_decisions` applies to replay it as stored).
 
-        An msviz session keeps its rules in the sidecar's environment line (a task's own under
-        ``task_rules``); they may hold other postprocessors than the target's defaults (the
+        An msviz session keeps its rules in the sidecar's environment lines (a task's own under
+        ``task_rules``; the line in effect at this record's line, :meth:`Run.environment_at`,
+        as rules set while tuning write a new one); they may hold other postprocessors than the target's defaults (the
         rule set of another CPU, such as ``RuleSet.default("llvm")`` on an AVX2 host, or none
         at all). A trace without ``EnterPostproc`` was measured as it was given (a schedule
         re-measured by hand): no postprocessor.
@@ -102,7 +103,9 @@ class Trial:
         """
         if not any(inst.kind.name == "EnterPostproc" for inst in self.trace.insts):
             return []
-        env = getattr(self.run, "environment", None) or {}
+        at = getattr(self.run, "environment_at", None)
+        env = (at(int(self._row["line"])) if at is not None else
+               getattr(self.run, "environment", None)) or {}
         rules = env.get("rules")
         task = getattr(self.run, "_task_ids", {}).get(int(self._row["workload"]))
         rules = (env.get("task_rules") or {}).get(str(task), rules)

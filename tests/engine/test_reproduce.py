@@ -67,6 +67,7 @@ def test_the_sidecar_holds_the_environment(tuned: tuple[Any, Path, Path]) -> Non
                                        "enable_cpu_cache_flush": False}
     assert env["workload"] == {"name": "GMM-0", "source": "GMM-0"}
     assert env["model"] is None
+    assert env["first_line"] == 1  # the rules of every record from the first on
     assert str(rules_from_json(env["rules"])) == str(session.rules)
     # read back, the line is the session's config (what it does not keep: the defaults the
     # tiny session kept too)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import msviz
 from msviz import compat
 from msviz.engine import RuleError, RuleSet
 
@@ -115,6 +116,7 @@ def test_set_rules_mid_run(tmp_path: Path, tiny_session: Any) -> None:
     rules = RuleSet.default("llvm").set(
         "MultiLevelTiling", structure="SRSRS", max_innermost_factor=8)
     rules.mutator_probs = {"MutateTileSize": 1.0}
+    rules.postprocs = [p for p in rules.postprocs if p.name != "RewriteParallelVectorizeUnroll"]
     done = session.set_rules(rules)
     assert done.result(timeout=120) is None  # applied while paused
     session.resume()
@@ -137,3 +139,13 @@ def test_set_rules_mid_run(tmp_path: Path, tiny_session: Any) -> None:
         assert cand["mutator"] in (None, "MutateTileSize")
     assert session.trials_done == 8  # same database, same trial count
     assert session.events.of_kind("cost_model_updated")[-1]["samples"] == 8  # same cost model
+    # Each record keeps the rules it was made with: a second environment line from line 5 on.
+    run = msviz.open(tmp_path / "wd")
+    assert [e["first_line"] for e in run.environments] == [1, 5]
+    postprocs = {int(row.line): run.trial(i).own_postprocs()
+                 for i, row in enumerate(run.trials.itertuples())}
+    assert sorted(postprocs) == list(range(1, 9))
+    assert all(postprocs[line] is None for line in range(1, 5))  # the target's defaults
+    names = [p.name for p in rules.postprocs]
+    for line in range(5, 9):  # the rules set mid-run, without the parallel-vectorize rewrite
+        assert [type(p).__name__ for p in postprocs[line]] == names
