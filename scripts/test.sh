@@ -2,9 +2,6 @@
 # The whole test suite, on a fresh machine too: sets up first (scripts/setup.sh), then runs
 # pytest over tests/ (browser tests included). Fails if no test ran (pytest exit 5). The log ends
 # with the 15 slowest tests (--durations=15) and pytest's wall time: CI's limit is 90 min.
-# Tests run in MSVIZ_TEST_WORKERS processes (pytest-xdist, default 2: CI's cores), each test
-# file in one of them (--dist loadfile: a file's fixtures are made once); 0 runs them in this
-# process, one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -12,9 +9,7 @@ export JUPYTER_PLATFORM_DIRS=1 SE_OFFLINE=true
 mkdir -p artifacts
 set +e
 start=$(date +%s)
-workers=${MSVIZ_TEST_WORKERS:-2}
-.venv/bin/python -m pytest tests -n "$workers" --dist loadfile --durations=15 "$@" \
-  --junitxml=artifacts/junit.xml
+.venv/bin/python -m pytest tests --durations=15 "$@" --junitxml=artifacts/junit.xml
 rc=$?
 wall=$(( $(date +%s) - start ))
 set -e
