@@ -70,6 +70,10 @@ _FLOAT_TOLERANCE = {
 #: largest of a million elements lies about 5 deviations out).
 ROUNDING_SIGMAS = 8.0
 
+#: Beyond this share of the values' size the summation's rounding leaves nothing to compare:
+#: the check says it cannot decide rather than pass every answer.
+MAX_ROUNDING_SHARE = 0.5
+
 #: Unit roundoff of float types NumPy may not hold (``finfo(dtype).eps / 2`` for the others).
 _UNIT_ROUNDOFF = {"bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
 
@@ -259,6 +263,13 @@ def compare(got: Sequence[np.ndarray], expected: Sequence[np.ndarray], names: Se
             r = r0 if rtol is None else float(rtol)
             a = a0 if atol is None else float(atol)
             summed = rounding_atol(str(e.dtype), reduction, e) if atol is None else 0.0
+            spread = ROUNDING_SIGMAS * _unit_roundoff(str(e.dtype)) * math.sqrt(max(
+                reduction, 1))
+            if atol is None and spread > MAX_ROUNDING_SHARE:
+                return CheckResult.error(
+                    f"{name} cannot be checked: a sum of {reduction} {e.dtype} terms may round "
+                    f"by up to {spread:.2g}x the size of its values in another order; pass "
+                    "atol=... to compare anyway")
             if summed > a:
                 a = summed
                 tolerances.add(f"rtol={r:g} atol={a:.3g} ({e.dtype} sums of {reduction} terms)")

@@ -547,3 +547,17 @@ def test_an_rfactor_fp16_matmul_passes_the_check_with_real_tvm() -> None:
     assert "(float16 sums of 1024 terms)" in res.detail
     # with the dtype's fixed tolerance the same kernel reads as wrong
     assert not check_schedule(sch.mod, mod, target, atol=1e-2).ok
+
+
+def test_a_sum_too_long_for_its_dtype_cannot_be_checked() -> None:
+    """fp16 over 10**6 terms may round by 8 * 2**-11 * 1000 = 3.9x its values: no verdict."""
+    expected = np.array([1.0, 2.0], dtype="float16")
+    res = compare([expected + np.float16(0.5)], [expected], ["C"], reduction=10**6)
+    assert res.outcome == "error" and not res.ok
+    assert res.detail == ("C cannot be checked: a sum of 1000000 float16 terms may round by up "
+                          "to 3.9x the size of its values in another order; pass atol=... to "
+                          "compare anyway")
+    # 16384 terms is the longest fp16 sum still checked (8 * 2**-11 * 128 = 0.5)
+    assert compare([expected], [expected], ["C"], reduction=16384).ok
+    assert compare([expected + np.float16(0.5)], [expected], ["C"], reduction=10**6,
+                   atol=0.1).outcome == "wrong"
