@@ -13,6 +13,11 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+# A model's end-to-end check timed in one fresh process, not 3, wherever the suite does not say
+# how many (in this process, the docs' scripts, the tutorials' and the browser tests' kernels):
+# the tests that are about several draws ask for them (tests/engine/test_model.py,
+# tests/records/test_model_profile.py). Read by msviz.bench.draws at import, so set first.
+os.environ.setdefault("MSVIZ_DRAWS", "1")
 
 def in_ci() -> bool:
     """Whether the suite runs in CI (``CI=true``, as CI services set it), where every extra is

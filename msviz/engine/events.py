@@ -51,6 +51,11 @@ Fields of the main kinds (every task event also has ``task_index``):
 * ``profile`` (after each batch, after setting up, at the end, after the end-to-end check; see
   :mod:`msviz.engine.profile`): ``task``, ``batch`` (None for what is no batch), ``wall`` and
   ``stages`` (seconds per stage; they sum to ``wall``).
+* ``environment`` (each time the session writes an ``environment`` sidecar line: when its
+  tuners are set up, and when rules are set while tuning): the line's fields (versions, host,
+  target, seed, preset, knobs, ``rules``, ``task_rules``, ``first_line``; see
+  :mod:`msviz.engine.environment`), so a live trials table knows the rules each record was
+  made with (``Trial.own_postprocs``).
 * ``quarantine``: ``where``, ``what``, ``message``, ``last_message``, ``count`` (an entry of
   :attr:`Session.quarantine`, after each search stage in which it changed).
 * ``devices`` / ``waiting_for_devices`` (over RPC, :mod:`msviz.engine.measure.rpc`): ``tracker``,
@@ -89,6 +94,7 @@ EVENT_KINDS = (
     "paused",
     "resumed",
     "rules_set",
+    "environment",
     "remeasured",
     "task_done",
     "end_to_end",

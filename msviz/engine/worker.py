@@ -399,10 +399,13 @@ class Worker:
 
     def write_sidecar(self, kind: str, data: dict) -> None:
         if self.shared is not None and self.shared.ready:
-            self.shared.sidecar.write(kind, **data)
+            entry = self.shared.sidecar.write(kind, **data)
         else:
             with SidecarWriter(self.work_dir) as writer:
-                writer.write(kind, **data)
+                entry = writer.write(kind, **data)
+        if kind == "environment":  # the live trials table keeps it (Trial.own_postprocs)
+            self.events.emit("environment", self.name,
+                             **{k: v for k, v in entry.items() if k not in ("v", "kind")})
 
     def end_to_end_now(self, draws: int | None = None) -> dict:
         """The model's end-to-end check (never during a measurement), timed in ``draws`` fresh

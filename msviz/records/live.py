@@ -65,6 +65,7 @@ class LiveRun(Run):
             self._task_ids, self._done = {}, {}
             self.task_table, self.total_latency_us = None, None
             self._profile_rows = []
+            self.environments, self.environment = [], None
             frame = trial_row.trials_frame({c: [] for c in ALL_COLUMNS})
         self._frame: pd.DataFrame = frame
         self._pending: dict[str, list] = {c: [] for c in ALL_COLUMNS}
@@ -130,7 +131,8 @@ class LiveRun(Run):
 
     def feed(self, event: Any, *, workload: int | None = None) -> None:
         """Take what a session event says about the trials (``started``, ``picked``,
-        ``measured``, ``remeasured``) and its time (``profile``); other events are ignored.
+        ``measured``, ``remeasured``), its time (``profile``) and the rules its records are made
+        with (``environment``); other events are ignored.
 
         Parameters
         ----------
@@ -149,6 +151,12 @@ class LiveRun(Run):
                 self._tasks = None
         elif kind == "picked":
             self._generation = event.get("generation")
+        elif kind == "environment":  # the session's rules from this record line on
+            env = json.loads(json.dumps(dict(event.data)))  # as a sidecar read gives it
+            with self._lock:
+                if env not in self.environments:  # read from the sidecar already, or replayed
+                    self.environments = [*self.environments, env]
+                    self.environment = env
         elif kind == "profile":
             self._profile_rows.append({"task": event.task, "batch": event.get("batch"),
                                        "wall": event.get("wall"), "stages": event.get("stages")})

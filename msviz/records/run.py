@@ -138,6 +138,7 @@ class Run:
         self._task_ids, self._done = dict(base._task_ids), dict(base._done)
         self.task_table, self.total_latency_us = base.task_table, base.total_latency_us
         self._profile_rows = list(base._profile_rows)
+        self.environments, self.environment = list(base.environments), base.environment
 
     def _read(self, migrate_workloads: Any) -> None:
         """Read the records and logs (migrated on read where they are old)."""

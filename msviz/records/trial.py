@@ -90,9 +90,10 @@ class Trial:
 
         An msviz session keeps its rules in the sidecar's environment lines (a task's own under
         ``task_rules``; the line in effect at this record's line, :meth:`Run.environment_at`,
-        as rules set while tuning write a new one); they may hold other postprocessors than the target's defaults (the
-        rule set of another CPU, such as ``RuleSet.default("llvm")`` on an AVX2 host, or none
-        at all). A trace without ``EnterPostproc`` was measured as it was given (a schedule
+        as rules set while tuning write a new one; a live session's table gets them from its
+        ``environment`` events); they may hold other postprocessors than the target's defaults
+        (the rule set of another CPU, such as ``RuleSet.default("llvm")`` on an AVX2 host, or
+        none at all). A trace without ``EnterPostproc`` was measured as it was given (a schedule
         re-measured by hand): no postprocessor.
 
         Returns

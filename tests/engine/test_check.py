@@ -20,9 +20,12 @@ import msviz
 from msviz import compat, workloads
 from msviz.bench.schedule import (
     CheckResult,
+    Reference,
+    _run,
     check_schedule,
     compare,
     default_tolerance,
+    parallel_reference,
     random_inputs,
     reduction_length,
     rounding_atol,
@@ -561,3 +564,57 @@ def test_a_sum_too_long_for_its_dtype_cannot_be_checked() -> None:
     assert compare([expected], [expected], ["C"], reduction=16384).ok
     assert compare([expected + np.float16(0.5)], [expected], ["C"], reduction=10**6,
                    atol=0.1).outcome == "wrong"
+
+
+# -- the reference on every core --------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["C2D-0", "TBG-0", "NRM-0"])
+def test_the_parallel_reference_computes_the_same_bits(name: str) -> None:
+    """The untuned workload with its outer spatial loops fused and parallel gives the same
+    outputs, bit for bit, as it does on one thread (each element summed in the same order)."""
+    mod = workloads.get(name).mod
+    target = compat.make_target("llvm")
+    parallel = parallel_reference(mod)
+    assert "T.parallel" not in mod.script() and "T.parallel" in parallel.script()
+    inputs = random_inputs(mod, 3)
+    device = compat.device_of(target)
+    serial_out = _run(compat.compile_module(mod, target), inputs, device)
+    parallel_out = _run(compat.compile_module(parallel, target), inputs, device)
+    assert len(serial_out) == len(parallel_out) == len(inputs)
+    for a, b in zip(serial_out, parallel_out):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    # and the reference of a check is that module's output (a stand-in function is not)
+    reference = Reference(mod, target, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(reference.expected, serial_out))
+
+
+def test_a_reduction_outermost_is_left_serial() -> None:
+    """A loop nest whose outermost loop reduces gets no parallel loop (it would race)."""
+    from tvm.script import tirx as T
+
+    @T.prim_func(s_tir=True)
+    def colsum(a: T.Buffer((64, 8), "float32"), out: T.Buffer((8,), "float32")) -> None:
+        for k, j in T.grid(64, 8):
+            with T.sblock("sum"):
+                vk, vj = T.axis.remap("RS", [k, j])
+                with T.init():
+                    out[vj] = T.float32(0)
+                out[vj] = out[vj] + a[vk, vj]
+
+    import tvm
+
+    mod = tvm.IRModule({"main": colsum})
+    assert "T.parallel" not in parallel_reference(mod).script()
+
+    @T.prim_func(s_tir=True)
+    def rowsum(a: T.Buffer((64, 8), "float32"), out: T.Buffer((64,), "float32")) -> None:
+        for i, k in T.grid(64, 8):
+            with T.sblock("sum"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    out[vi] = T.float32(0)
+                out[vi] = out[vi] + a[vi, vk]
+
+    # the same nest with its spatial loop outermost: that loop alone runs in parallel
+    script = parallel_reference(tvm.IRModule({"main": rowsum})).script()
+    assert script.count("T.parallel(64)") == 1 and "T.parallel(512)" not in script

@@ -149,3 +149,11 @@ def test_set_rules_mid_run(tmp_path: Path, tiny_session: Any) -> None:
     names = [p.name for p in rules.postprocs]
     for line in range(5, 9):  # the rules set mid-run, without the parallel-vectorize rewrite
         assert [type(p).__name__ for p in postprocs[line]] == names
+    # The session's live table (the dashboard's Trace tab replays from it) says the same.
+    live = session.run
+    assert [e["first_line"] for e in live.environments] == [1, 5]
+    live_postprocs = {int(row.line): live.trial(i).own_postprocs()
+                      for i, row in enumerate(live.trials.itertuples())}
+    assert {line: None if p is None else [type(x).__name__ for x in p]
+            for line, p in live_postprocs.items()} == {
+        line: None if line < 5 else names for line in range(1, 9)}

@@ -22,7 +22,8 @@ def test_script_session_runs_stages_in_order(stepped: Any) -> None:
     assert session.state == "finished"
     # "tasks" and "scheduled" (the task scheduler, issue 10) are checked in test_model.py
     kinds = [e.kind for e in session.events
-             if e.kind not in ("log", "tasks", "scheduled", "profile", "model_latency")]
+             if e.kind not in ("log", "tasks", "scheduled", "profile", "model_latency",
+                               "environment")]
     assert kinds[:2] == ["started", "design_spaces"]
     # First steps: paused after the design spaces, then after each search stage.
     first_batch = kinds[: kinds.index("cost_model_updated") + 1]

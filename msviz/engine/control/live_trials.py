@@ -14,7 +14,7 @@ from msviz.records.live import LiveRun
 __all__ = ["LiveTrials"]
 
 #: The events that change the table.
-_FED_BY = ("started", "tasks", "picked", "measured", "remeasured", "profile")
+_FED_BY = ("started", "tasks", "picked", "measured", "remeasured", "profile", "environment")
 
 
 class LiveTrials:
@@ -52,9 +52,13 @@ class LiveTrials:
                 self._live = LiveRun(self._work_dir, task=self._task, flop=self._flop,
                                      actions=ENGINE_ACTIONS)
                 self._name_workloads(self._live)
-                told = [e for e in self._snapshot() if e.kind == "tasks"]
+                past = self._snapshot()
+                told = [e for e in past if e.kind == "tasks"]
                 if told:  # the model's task IDs and weights, if they were told before
                     self._live.feed(told[-1])
+                for event in past:  # the rules its records were made with, so far
+                    if event.kind == "environment":
+                        self._live.feed(event)
             return self._live
 
     def reread(self) -> None:

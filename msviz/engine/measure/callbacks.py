@@ -24,10 +24,37 @@ from msviz import compat
 from msviz.engine.measure.results import UNMEASURED_KINDS, MeasureResult
 from msviz.records import row
 
-__all__ = ["add_to_database", "update_cost_model"]
+__all__ = ["add_to_database", "train", "training_threads", "update_cost_model"]
 
 #: Error kinds of candidates that never reach the cost model.
 UNTRAINED_KINDS = ("build", *UNMEASURED_KINDS)
+
+#: Below this many samples the XGBoost cost model trains on one thread. Each boosting round
+#: then costs little, and OpenMP's threads meet at several barriers a round: on cores that
+#: other work also uses (a notebook beside a browser, CI's host) a barrier waits for a thread
+#: the OS has put off, and a 4-sample update took 16 s for 100 rounds instead of 0.2 s (two
+#: tiny GMM-0 sessions while both cores were busy). On idle cores one thread trains 8-512
+#: samples of C2D-0 in 0.10-0.85 s against two threads' 0.11-0.69 s, and 2048 in 2.0 s
+#: against 1.2 s, so larger sets keep the session's threads. The booster is the same either
+#: way (equal predictions at every size tried): ``benchmarks/cost_model_threads.py``.
+ONE_THREAD_BELOW = 512
+
+
+def training_threads(samples: int, cores: int) -> int:
+    """Threads the cost model trains with once it holds ``samples`` samples."""
+    return 1 if samples < ONE_THREAD_BELOW else max(1, int(cores))
+
+
+def train(model: Any, context: Any, cands: list, results: list, cores: int) -> None:
+    """``model.update(context, cands, results)``; a stock ``XGBModel`` trains (and its booster
+    then predicts) on :func:`training_threads` threads: its config's ``nthread``, which it
+    reads at each training. Other cost models are asked as they are."""
+    config = getattr(model, "config", None)
+    if isinstance(model, compat.ms.cost_model.XGBModel) and hasattr(config, "_replace"):
+        threads = training_threads(int(getattr(model, "data_size", 0)) + len(cands), cores)
+        if config.nthread != threads:
+            model.config = config._replace(nthread=threads)
+    model.update(context, cands, results)
 
 
 class _Capture(logging.Handler):
@@ -134,7 +161,7 @@ def update_cost_model(tuner: Any, items: list, results: list[MeasureResult],
     xgb_logger.addHandler(capture)
     try:
         if cands:
-            tuner.cost_model.update(tuner.context, cands, runner_results)
+            train(tuner.cost_model, tuner.context, cands, runner_results, tuner.num_threads)
     finally:
         xgb_logger.removeHandler(capture)
         xgb_logger.propagate = propagate

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from msviz import compat
+from msviz.archive import merge
 from msviz.bench import deploy
 from msviz.bench import draws as draws_mod
 from msviz.bench.draws import DEFAULT_DRAWS
@@ -26,7 +27,6 @@ from msviz.bench.model_check import run_check
 from msviz.bench.model_profile import PROFILE_RUNS, profile_model
 from msviz.bench.paired import DEFAULT_ROUNDS, PairedComparison, check_count, compare_builds
 from msviz.bench.schedule import CheckResult, Reference, check_schedule, random_inputs
-from msviz.archive import merge
 from msviz.engine.arguments import on_tuned_graph, workloads_held
 from msviz.engine.measure.service import MEASURING_LOCK
 from msviz.errors import MsvizError, TargetError

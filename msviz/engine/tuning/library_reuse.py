@@ -263,7 +263,7 @@ class LibraryReuse:
                 continue
             context = compat.ms.TuneContext(mod=mod, target=self.target,
                                             num_threads=shared.num_threads)
-            shared.cost_model.update(context, cands, results)
+            callbacks.train(shared.cost_model, context, cands, results, shared.num_threads)
             trained += len(cands)
             left -= len(cands)
         self.pretrained = trained

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from msviz import compat
+from msviz.engine.measure import callbacks
 from msviz.engine.tuning.work_dir_database import read_tuning_records
 from msviz.records import database as db_files
 from msviz.records import row as trial_row
@@ -142,7 +143,7 @@ def learn_from_database(tuner: Any) -> None:
         results.append(compat.ms.runner.RunnerResult([float(s) for s in rec.run_secs], None))
     if cands:
         with tuner.timeit("msviz/ResumeTrain"):
-            tuner.cost_model.update(tuner.context, cands, results)
+            callbacks.train(tuner.cost_model, tuner.context, cands, results, tuner.num_threads)
         if tuner.evo is not None:
             tuner.evo.trained_on(len(cands))
     tuner.emit("cost_model_updated", batch=None, samples=int(getattr(
