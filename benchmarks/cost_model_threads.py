@@ -23,6 +23,12 @@ def main() -> int:
     parser.add_argument("--workload", default="C2D-0")
     parser.add_argument("--sizes", default="8,32,128,512,2048")
     args = parser.parse_args()
+    try:
+        sizes = [int(v) for v in args.sizes.split(",")]
+    except ValueError:
+        parser.error(f"--sizes takes comma-separated sample counts, got {args.sizes!r}")
+    if not sizes or min(sizes) < 2 or max(sizes) > 100_000:
+        parser.error(f"--sizes must each be within 2..100000 samples, got {args.sizes!r}")
     from msviz import compat, workloads
 
     ms = compat.ms
@@ -45,7 +51,7 @@ def main() -> int:
     print(f"{platform.processor() or platform.machine()}; {args.workload}: {len(feats)} "
           f"schedules, {feats[0].shape[0]} feature rows each")
     rng = np.random.default_rng(0)
-    for n in (int(s) for s in args.sizes.split(",")):
+    for n in sizes:
         xs = [feats[i % len(feats)] * (1 + 0.01 * rng.standard_normal(feats[0].shape[1]))
               for i in range(n)]
         costs = rng.lognormal(0.0, 0.5, n)
