@@ -33,6 +33,8 @@ stay under ``--rtol``.
     python benchmarks/vs_runtimes.py                       # untuned TVM against the runtimes
     python benchmarks/vs_runtimes.py --models resnet50 --time 15m,60m --stock
     python benchmarks/vs_runtimes.py --models mobilenetv2,bert-base,onnx-cnn --time 20m --stock
+    python benchmarks/vs_runtimes.py --models resnet50 --time 15m,60m --stock --files F --reuse
+                                     # msviz's rows from F/resnet50/msviz-work, tuned before
 """
 
 from __future__ import annotations
@@ -237,6 +239,19 @@ def budget_label(seconds: float) -> str:
     return f"{seconds / 60:g}m"
 
 
+def tuned_seconds(work_dir: Path) -> float:
+    """Seconds from a work dir's first environment line to its last trial row (its sidecar)."""
+    from datetime import datetime
+
+    lines = [json.loads(ln) for ln in (work_dir / "msviz_sidecar.jsonl").read_text().splitlines()
+             if ln.strip()]
+    stamps = [datetime.fromisoformat(e["timestamp"]) for e in lines
+              if e.get("kind") == "trial" and "timestamp" in e]
+    start = next(datetime.fromisoformat(e["timestamp"]) for e in lines
+                 if e.get("kind") == "environment")
+    return (max(stamps) - start).total_seconds() if stamps else 0.0
+
+
 def records_until(work_dir: Path, into: Path, seconds: float) -> int:
     """Copy WORK_DIR's database into INTO with the records measured in its first SECONDS of
     tuning (by the sidecar's trial rows); returns how many."""
@@ -258,10 +273,12 @@ def records_until(work_dir: Path, into: Path, seconds: float) -> int:
     return len(keep)
 
 
-def prepare(name: str, files: Path, threads: int, budgets: list[float]) -> dict[str, Any]:
+def prepare(name: str, files: Path, threads: int, budgets: list[float],
+            reuse: bool = False) -> dict[str, Any]:
     """The ONNX file, the input and the TVM builds of model ``name``, written to ``files``:
     untuned, and msviz's tuning for the largest budget (seconds) built with the records of each
-    budget's first seconds (``msviz-<budget>.so``); returns the tuning walls and builds."""
+    budget's first seconds (``msviz-<budget>.so``); returns the tuning walls and builds. With
+    ``reuse``, a tuning already in FILES/msviz-work is built instead of tuning again."""
     import tvm
 
     import msviz
@@ -281,15 +298,23 @@ def prepare(name: str, files: Path, threads: int, budgets: list[float]) -> dict[
     info["untuned_build_s"] = time.perf_counter() - tic
     if budgets:
         work_dir = files / "msviz-work"
-        session = msviz.Session(model, target=target, work_dir=work_dir,
-                                max_seconds=max(budgets), num_threads=threads,
-                                end_to_end_check=False)
-        tic = time.perf_counter()
-        session.start()
-        state = session.wait()
-        info["tuning_wall_s"] = time.perf_counter() - tic
-        if state != "finished":
-            raise RuntimeError(f"msviz session {state}: {session.end_reason}")
+        if reuse and (work_dir / "msviz_sidecar.jsonl").is_file():
+            info["tuning_wall_s"] = tuned_seconds(work_dir)
+            info["reused"] = str(work_dir)
+            if info["tuning_wall_s"] < 0.95 * max(budgets):
+                raise RuntimeError(
+                    f"--reuse: {work_dir} holds {info['tuning_wall_s']:.0f} s of tuning, "
+                    f"less than the largest budget ({budget_label(max(budgets))})")
+        else:
+            session = msviz.Session(model, target=target, work_dir=work_dir,
+                                    max_seconds=max(budgets), num_threads=threads,
+                                    end_to_end_check=False)
+            tic = time.perf_counter()
+            session.start()
+            state = session.wait()
+            info["tuning_wall_s"] = time.perf_counter() - tic
+            if state != "finished":
+                raise RuntimeError(f"msviz session {state}: {session.end_reason}")
         for seconds in sorted(budgets):
             label = f"msviz-{budget_label(seconds)}"
             at = files / label
@@ -466,6 +491,8 @@ def check_options(args: argparse.Namespace, names: list[str], runtimes: list[str
         return f"{', '.join(twice)} named more than once in --models/--runtimes"
     if args.files is not None and Path(args.files).exists() and not Path(args.files).is_dir():
         return f"--files {args.files} is a file, not a directory to keep the builds in"
+    if getattr(args, "reuse", False) and (args.files is None or not budgets):
+        return "--reuse builds a tuning kept under --files: give --files and --time"
     return ""
 
 
@@ -481,6 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stock", action="store_true",
                         help="also stock MetaSchedule (static_shape_tuning_pipeline with the "
                         "CPU weight prepack) on stock's graph, stopped at the same walls")
+    parser.add_argument("--reuse", action="store_true",
+                        help="build msviz's rows from the tuning already in "
+                        "FILES/<model>/msviz-work (same machine) instead of tuning again")
     parser.add_argument("--threads", type=int, default=2, help="the physical cores")
     parser.add_argument("--processes", type=int, default=2,
                         help="fresh processes timing each runtime (>= 2)")
@@ -501,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.prepare:  # child: builds and tuning of one model
         budgets = parse_budgets(args.budgets or "")
-        print(json.dumps(prepare(args.prepare, Path(args.files), args.threads, budgets)))
+        print(json.dumps(prepare(args.prepare, Path(args.files), args.threads, budgets,
+                                 args.reuse)))
         return 0
     if args.stock_tune:  # child: stock's tuning, stopped by the parent
         stock_tune(args.stock_tune, Path(args.files), args.threads, 1_000_000)
@@ -557,7 +588,8 @@ def report_model(name: str, files: Path, runtimes: list[str], budgets: list[floa
     """Prepare, time and print one model's table."""
     files.mkdir(parents=True, exist_ok=True)
     common = ["--files", str(files), "--threads", str(args.threads)]
-    prep = _child(["--prepare", name, "--budgets", ",".join(map(str, budgets)), *common])
+    prep = _child(["--prepare", name, "--budgets", ",".join(map(str, budgets)), *common,
+                   *(["--reuse"] if args.reuse else [])])
     if "error" in prep:
         print(f"\n{name}: preparing failed: {prep['error']}")
         return
@@ -567,7 +599,8 @@ def report_model(name: str, files: Path, runtimes: list[str], budgets: list[floa
     print(f"\n{name}: {prep['description']}; {prep['gflop']:.2f} GFLOP, {prep['tasks']} tasks; "
           f"graph: {prep['graph']}")
     print(f"  untuned TVM build {prep['untuned_build_s']:.1f} s" + (
-        f"; msviz tuning wall {prep['tuning_wall_s']:.0f} s" if "tuning_wall_s" in prep else ""))
+        f"; msviz tuning wall {prep['tuning_wall_s']:.0f} s" if "tuning_wall_s" in prep else "")
+          + (f" (reused: {prep['reused']})" if "reused" in prep else ""))
     for label, b in builds.items():
         print(f"  {label}: " + (f"error {b['error']}" if "error" in b else
                                f"{b['trials']} trials, build {b['build_s']:.0f} s"

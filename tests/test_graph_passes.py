@@ -157,7 +157,8 @@ def test_an_onnx_cnn_with_batch_norm_nodes_gets_the_expert_graph(onnx_resnet18: 
 
 def test_a_bad_graph_is_refused_naming_the_graphs(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(ValueError,
-                       match=r"graph must be one of 'expert', 'expert-nchw', 'stock'.*'fast'"):
+                       match=r"graph must be one of 'expert', 'expert-nchw', "
+                             r"'expert-exact', 'stock'.*'fast'"):
         msviz.Session("mlp", graph="fast")
     with pytest.raises(ValueError, match="graph must be one of"):
         models.build("mlp").on_graph("onnx")
@@ -219,5 +220,84 @@ def test_a_work_dir_says_its_graph_and_is_rebuilt_on_it(tuned_block: Path) -> No
         k: v for k, v in e["model"]["graph_report"].items() if k != "nhwc_convs"}})
         if e.get("kind") == "environment" else e for e in entries]
     assert graph_of_run(before) == "expert-nchw"
+    # from before the polynomial exp/erf/tanh: NHWC, libm's exp/erf/tanh
+    exact = [dict(e, model={**e["model"], "graph_report": {
+        k: v for k, v in e["model"]["graph_report"].items() if k != "fast_math_ops"}})
+        if e.get("kind") == "environment" else e for e in entries]
+    assert graph_of_run(exact) == "expert-exact"
     stock = models.build("resnet-block").on_graph("stock")
     assert on_tuned_graph(stock, tuned_block, old, TARGET).graph == "expert"
+
+
+def _transcendental_module(dtype: str = "float32") -> tvm.IRModule:
+    """One output per op the expert graph lowers with polynomials, on one (6, 40) input."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((6, 40), dtype))
+    op = relax.op
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            outs = [bb.emit(f(x)) for f in (
+                op.exp, op.erf, op.tanh, op.sigmoid, op.nn.silu, op.nn.gelu, op.nn.gelu_tanh,
+                lambda v: op.nn.softmax(v, axis=1), lambda v: op.nn.softmax(v, axis=0))]
+            out = bb.emit_output(relax.Tuple(outs))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def _numpy_transcendentals(x: np.ndarray) -> list[np.ndarray]:
+    import math
+
+    x = x.astype("float64")
+    erf = np.vectorize(math.erf)
+    sig = 1 / (1 + np.exp(-x))
+
+    def softmax(v: np.ndarray, axis: int) -> np.ndarray:
+        e = np.exp(v - v.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    return [np.exp(x), erf(x), np.tanh(x), sig, x * sig, x * 0.5 * (1 + erf(x / math.sqrt(2))),
+            0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+            softmax(x, 1), softmax(x, 0)]
+
+
+def _calls(mod: tvm.IRModule) -> set[str]:
+    """The TIR math calls in a module's PrimFuncs (``T.exp``, ``T.erf``, ...)."""
+    return set(re.findall(r"T\.(exp|erf|tanh|sigmoid)\(", mod.script()))
+
+
+def test_exp_erf_tanh_are_polynomials_on_the_expert_graph_and_equal_numpys(
+        tmp_path: Path) -> None:
+    """On a CPU the expert graph lowers exp, erf, tanh and what uses them without libm's
+    scalar calls; every output is float64 numpy's within 2e-6 relative (a value near zero:
+    2e-7 absolute, 1e-6 for those multiplied by x); ``expert-exact`` keeps TVM's own lowering (libm's calls)."""
+    mod = _transcendental_module()
+    model = models.Model("ops", mod, inputs=[("x", (6, 40), "float32")],
+                         description="nine transcendental ops")
+    lowered, report = graph_passes.lower(mod, TARGET, "expert")
+    assert report.fast_math_ops == 9
+    assert report.summary().endswith("exp/erf/tanh vectorized in 9 ops")
+    assert _calls(lowered) == set()
+    exact, exact_report = graph_passes.lower(mod, TARGET, "expert-exact")
+    assert exact_report.fast_math_ops == 0
+    assert _calls(exact) == {"exp", "erf", "tanh", "sigmoid"}
+    # the function names (the task names users read) are TVM's own
+    names = {g.name_hint for g, f in lowered.functions_items() if type(f).__name__ == "PrimFunc"}
+    assert names == {g.name_hint for g, f in exact.functions_items()
+                     if type(f).__name__ == "PrimFunc"}
+    x = np.random.default_rng(3).uniform(-9, 9, (6, 40)).astype("float32")
+    for graph in ("expert", "expert-exact"):
+        (tmp_path / graph).mkdir()
+        exe = model.on_graph(graph).compile(
+            compat.JSONDatabase(work_dir=str(tmp_path / graph)), TARGET)
+        outs = relax.VirtualMachine(exe, tvm.cpu())["main"](tvm.runtime.tensor(x))
+        for i, (out, ref) in enumerate(zip(outs, _numpy_transcendentals(x))):
+            # silu, gelu, gelu_tanh: x (up to 9) times a float32 sum near 0 for x near -9
+            atol = 1e-6 if i in (4, 5, 6) else 2e-7
+            np.testing.assert_allclose(out.numpy(), ref, rtol=2e-6, atol=atol,
+                                       err_msg=f"{graph}: output {i}")
+
+
+def test_other_dtypes_keep_tvms_exp() -> None:
+    lowered, report = graph_passes.lower(_transcendental_module("float16"), TARGET, "expert")
+    assert report.fast_math_ops == 0
+    assert {"exp", "tanh"} <= _calls(lowered)

@@ -321,8 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--graph", choices=list(graph_passes.GRAPHS), default=None,
                       help="a model's graph: msviz's expert graph (default: batch norms folded "
                       "into the convolutions, convolutions NHWC, epilogues fused, weights "
-                      "prepacked on CPU), it in the model's own layout (expert-nchw) or stock "
-                      "MetaSchedule's, for comparisons")
+                      "prepacked and exp/erf/tanh vectorized on CPU), it in the model's own "
+                      "layout (expert-nchw), it with libm's exp/erf/tanh (expert-exact) or "
+                      "stock MetaSchedule's, for comparisons")
     tune.add_argument("--reuse", choices=["improve", "skip"], default="improve",
                       help="what an exact library hit does: tune on from its best (default) "
                       "or get no trials")

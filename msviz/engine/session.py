@@ -131,12 +131,12 @@ class Session(SessionRequests):
         :mod:`msviz.engine.tuning.library_reuse`). Nothing is written into the library.
     reuse : {"improve", "skip"}
         What an exact library hit does: tune on from the library's best, or get no trials.
-    graph : {"expert", "expert-nchw", "stock"}, optional
+    graph : {"expert", "expert-nchw", "expert-exact", "stock"}, optional
         The graph a model is tuned on (default: the model's own, ``"expert"`` unless it was
         made otherwise): msviz's expert graph (batch norms folded into the convolutions,
-        on CPU convolutions laid out NHWC and weights prepacked, epilogues fused;
-        :mod:`msviz.models.graph_passes`), it in the model's own layout, or stock
-        MetaSchedule's, for comparisons.
+        on CPU convolutions laid out NHWC, weights prepacked and exp/erf/tanh vectorized,
+        epilogues fused; :mod:`msviz.models.graph_passes`), it in the model's own layout, it
+        with libm's exp/erf/tanh, or stock MetaSchedule's, for comparisons.
     **knobs
         Search knobs overriding the preset: ``population_size``, ``init_measured_ratio``,
         ``init_min_unmeasured``, ``max_fail_count``, ``genetic_num_iters``,

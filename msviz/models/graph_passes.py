@@ -17,6 +17,10 @@ activations. :data:`EXPERT` does the same before MetaSchedule sees the model:
   :data:`EXPERT_NCHW` leaves the layout alone;
 * constants are folded, and ``FuseOps`` then fuses the bias, residual add and activation into
   the convolution's task;
+* on a CPU, ``exp``, ``erf``, ``tanh`` and what uses them (GELU, softmax, sigmoid, SiLU) on
+  float32 are lowered with polynomial versions that vectorize (:mod:`msviz.models.fast_math`):
+  TVM's own lowering calls libm once per element (GELU over 128x3072 values: 2.8 ms, the
+  polynomial 0.06 ms); :data:`EXPERT_EXACT` keeps TVM's;
 * on a CPU the weights are prepacked: the tasks' weights are marked layout-free
   (:func:`mark_layout_free`), so MetaSchedule's ``RewriteLayout`` postproc tunes the
   weight layout with each kernel, and the build folds the layout change into the constants
@@ -39,18 +43,22 @@ from msviz.errors import WorkloadError
 from msviz.models.layout import CPU_CONV_LAYOUT, to_nhwc
 from msviz.models.layout import const_array as _const_array
 
-__all__ = ["CPU_CONV_LAYOUT", "EXPERT", "EXPERT_NCHW", "GRAPHS", "STOCK", "GraphReport",
-           "check_graph", "finish", "fold_scale_shift", "lower", "mark_layout_free", "prepacks",
+__all__ = ["CPU_CONV_LAYOUT", "EXPERT", "EXPERT_EXACT", "EXPERT_NCHW", "GRAPHS", "STOCK",
+           "GraphReport", "check_graph", "finish", "fold_scale_shift", "lower", "mark_layout_free", "prepacks",
            "to_nhwc"]
 
 EXPERT = "expert"
 #: The expert graph without the NHWC layout (what ``"expert"`` was before it had it: work dirs
 #: tuned then are opened and built on it).
+#: It also keeps TVM's own exp/erf/tanh (libm's), as ``"expert"`` did then.
 EXPERT_NCHW = "expert-nchw"
+#: The expert graph with TVM's own exp/erf/tanh (libm's) instead of the polynomial ones (what
+#: ``"expert"`` was before it had them: work dirs tuned then are opened and built on it).
+EXPERT_EXACT = "expert-exact"
 STOCK = "stock"
-#: The graphs a model can be tuned on: msviz's default, it without the layout change, and
-#: stock MetaSchedule's.
-GRAPHS = (EXPERT, EXPERT_NCHW, STOCK)
+#: The graphs a model can be tuned on: msviz's default, it without the layout change, it with
+#: libm's exp/erf/tanh, and stock MetaSchedule's.
+GRAPHS = (EXPERT, EXPERT_NCHW, EXPERT_EXACT, STOCK)
 
 #: Ops that scale or shift a convolution's output per channel, when the other side is constant.
 _SCALE_SHIFT = ("relax.add", "relax.subtract", "relax.multiply", "relax.divide")
@@ -60,8 +68,8 @@ def check_graph(graph: Any) -> str:
     """``graph`` if it is one of :data:`GRAPHS`, else a ``ValueError`` naming them."""
     if graph not in GRAPHS:
         raise ValueError(f"graph must be one of {', '.join(map(repr, GRAPHS))} (msviz's expert "
-                         f"graph, it without the NHWC layout, or stock MetaSchedule's), got "
-                         f"{graph!r}")
+                         f"graph, it without the NHWC layout, it with libm's exp/erf/tanh, or "
+                         f"stock MetaSchedule's), got {graph!r}")
     return graph
 
 
@@ -82,6 +90,9 @@ class GraphReport:
         :data:`EXPERT_NCHW`).
     prepacked_tasks : int
         Tasks whose weights the tuned schedule lays out at build time (0 off CPU).
+    fast_math_ops : int
+        Ops lowered with the polynomial exp/erf/tanh (:mod:`msviz.models.fast_math`; 0 off
+        CPU, on :data:`EXPERT_NCHW` and on :data:`EXPERT_EXACT`).
     tasks, calls : int or None
         Tuning tasks on this graph, and the kernel calls a run makes (the tasks' weights).
     stock_tasks, stock_calls : int or None
@@ -93,6 +104,7 @@ class GraphReport:
     folded_ops: int = 0
     nhwc_convs: int = 0
     prepacked_tasks: int = 0
+    fast_math_ops: int = 0
     tasks: int | None = None
     calls: int | None = None
     stock_tasks: int | None = None
@@ -113,13 +125,15 @@ class GraphReport:
                          f"{_n(self.stock_calls, 'kernel call')} a run -> {self.calls}")
         parts.append(f"weights prepacked for {_n(self.prepacked_tasks, 'task')}"
                      if self.prepacked_tasks else "weights not prepacked")
+        if self.fast_math_ops:
+            parts.append(f"exp/erf/tanh vectorized in {_n(self.fast_math_ops, 'op')}")
         return "; ".join(parts)
 
     def info(self) -> dict[str, Any]:
         """The report as plain values (the sidecar's ``graph`` line, the views)."""
         return {"graph": self.graph, "folded_convs": self.folded_convs,
                 "folded_ops": self.folded_ops, "nhwc_convs": self.nhwc_convs,
-                "prepacked_tasks": self.prepacked_tasks,
+                "prepacked_tasks": self.prepacked_tasks, "fast_math_ops": self.fast_math_ops,
                 "tasks": self.tasks, "calls": self.calls, "stock_tasks": self.stock_tasks,
                 "stock_calls": self.stock_calls, "summary": self.summary()}
 
@@ -325,11 +339,15 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
     :data:`STOCK`: ``compile_relax``'s own lowering (library dispatch, ``LegalizeOps``,
     ``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``, ``FuseTIR``). :data:`EXPERT`:
     ``DecomposeOpsForInference`` and ``FoldConstant`` first, :func:`fold_scale_shift`, on a CPU
-    :func:`to_nhwc`, then the same lowering, and on a CPU :func:`mark_layout_free` (see the
-    module doc). :data:`EXPERT_NCHW`: the same without :func:`to_nhwc`.
+    :func:`to_nhwc`, then the same lowering (on a CPU with the polynomial exp/erf/tanh of
+    :mod:`msviz.models.fast_math`), and on a CPU :func:`mark_layout_free` (see the module doc).
+    :data:`EXPERT_NCHW`: the same without :func:`to_nhwc` and the polynomials;
+    :data:`EXPERT_EXACT`: without the polynomials.
     """
     from tvm import relax
     from tvm.relax import pipeline
+
+    from msviz.models import fast_math
 
     check_graph(graph)
     try:
@@ -337,7 +355,8 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
     except (ValueError, AttributeError):
         dispatch = []
     report = GraphReport(graph)
-    expert = graph in (EXPERT, EXPERT_NCHW)
+    expert = graph in (EXPERT, EXPERT_NCHW, EXPERT_EXACT)
+    fast = graph == EXPERT and _is_cpu(target)
     with target, tvm.transform.PassContext(opt_level=3):
         if expert:
             mod = tvm.transform.Sequential([
@@ -346,10 +365,13 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
                 relax.transform.FoldConstant()])(mod)
             mod, convs, ops = fold_scale_shift(mod)
             nhwc = 0
-            if graph == EXPERT and _is_cpu(target):
+            if graph in (EXPERT, EXPERT_EXACT) and _is_cpu(target):
                 mod, nhwc = to_nhwc(mod)
+        fast_ops = fast_math.count_fast_ops(mod) if fast else 0
+        legalize = relax.transform.LegalizeOps(
+            customize_legalize_map=fast_math.legalize_map() if fast else None)
         mod = tvm.transform.Sequential([
-            *dispatch, relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+            *dispatch, legalize, relax.transform.AnnotateTIROpPattern(),
             relax.transform.FoldConstant(), relax.transform.FuseOps(),
             relax.transform.FuseTIR()])(mod)
         if expert:
@@ -358,7 +380,8 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
             prepack = _is_cpu(target)
             if prepack:
                 mod = mark_layout_free(mod)
-            report = GraphReport(graph, convs, ops, nhwc, prepacks(mod) if prepack else 0)
+            report = GraphReport(graph, convs, ops, nhwc, prepacks(mod) if prepack else 0,
+                                 fast_ops)
     return mod, report
 
 
@@ -408,7 +431,7 @@ def finish(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tvm.IRModule:
     ``<func>_transform_params`` function (``LiftTransformParams``)."""
     from tvm import relax
 
-    if graph not in (EXPERT, EXPERT_NCHW) or not _is_cpu(target):
+    if graph not in (EXPERT, EXPERT_NCHW, EXPERT_EXACT) or not _is_cpu(target):
         return mod
     try:
         with target, tvm.transform.PassContext(opt_level=3):

@@ -81,9 +81,10 @@ class Model:
         One line saying what it is.
     graph : str
         ``"expert"`` (the default: batch norms folded into the convolutions, epilogues fused,
-        on CPU convolutions laid out NHWC and weights prepacked;
+        on CPU convolutions laid out NHWC, weights prepacked and exp/erf/tanh vectorized;
         :mod:`msviz.models.graph_passes`), ``"expert-nchw"`` (the same in the model's own
-        layout) or ``"stock"`` (stock MetaSchedule's graph, ``compile_relax``'s lowering) for
+        layout, with libm's exp/erf/tanh), ``"expert-exact"`` (NHWC, libm's exp/erf/tanh) or
+        ``"stock"`` (stock MetaSchedule's graph, ``compile_relax``'s lowering) for
         comparisons.
     file : str, optional
         The file the model was read from (an ``.onnx`` path), so a work dir can name it.

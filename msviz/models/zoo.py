@@ -230,14 +230,14 @@ _SEQUENCE = {"axes": ("seq", "hidden"), "resizable": ("seq",)}
 #: Catalogue models by name.
 MODELS: dict[str, Recipe] = {
     "mlp": Recipe(_mlp, CatalogueEntry(
-        "MLP 64-128-128-128-10 with softmax, batch 4", (4, 64), 4, 5, 341_192),
+        "MLP 64-128-128-128-10 with softmax, batch 4", (4, 64), 4, 5, 344_592),
         axes=("batch", "features"), resizable=("batch",)),
     "resnet-block": Recipe(_resnet_block, CatalogueEntry(
         "ResNet basic block: conv-bn-relu, conv-bn, residual add, relu (16 ch, 16x16)",
         (1, 16, 16, 16), 4, 4, 2_379_776)),
     "transformer-block": Recipe(_transformer_block, CatalogueEntry(
         "transformer block: layer norm, 2-head attention, MLP (seq 16, dim 32)", (16, 32),
-        11, 15, 317_472), **_SEQUENCE),
+        11, 15, 436_768), **_SEQUENCE),
     "convnet": Recipe(_convnet, CatalogueEntry(
         "small CNN: three 3x3 conv-relu layers (16, 32, 64 ch; the last two stride 2), batch norm "
         "folded, average pool, fc 10, at 32x32 input", (1, 3, 32, 32), 7, 7, 5_666_122),
@@ -255,7 +255,7 @@ MODELS: dict[str, Recipe] = {
         fold_bn=True),
     "bert-base": Recipe(_bert_base, CatalogueEntry(
         "BERT-base encoder (12 post-norm layers, hidden 768, 12 heads, FFN 3072, GELU; the "
-        "layers share one set of weights), seq 32", (32, 768), 11, 180, 5_488_755_456),
+        "layers share one set of weights), seq 32", (32, 768), 11, 180, 5_588_583_168),
         **_SEQUENCE),
 }
 

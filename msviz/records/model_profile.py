@@ -48,7 +48,8 @@ def last_entry(entries: Sequence[dict], kind: str) -> dict | None:
 def graph_of_run(entries: Sequence[dict]) -> str | None:
     """The graph a work dir's model was tuned on, as its ``environment`` line names it
     (``"expert"`` from before the NHWC layout, whose graph report has no ``nhwc_convs``, is
-    :data:`~msviz.models.graph_passes.EXPERT_NCHW`); None when nothing says (stock
+    :data:`~msviz.models.graph_passes.EXPERT_NCHW`; from before the polynomial exp/erf/tanh, no
+    ``fast_math_ops``, :data:`~msviz.models.graph_passes.EXPERT_EXACT`); None when nothing says (stock
     MetaSchedule's work dirs, msviz's before the expert graph): see
     :func:`msviz.engine.arguments.model_for_work_dir`, which then asks the records."""
     env = last_entry(entries, "environment")
@@ -57,6 +58,9 @@ def graph_of_run(entries: Sequence[dict]) -> str | None:
     report = found.get("graph_report")
     if graph == graph_passes.EXPERT and isinstance(report, dict) and "nhwc_convs" not in report:
         return graph_passes.EXPERT_NCHW  # tuned before the expert graph laid convolutions NHWC
+    if graph == graph_passes.EXPERT and isinstance(report, dict) and \
+            "fast_math_ops" not in report:
+        return graph_passes.EXPERT_EXACT  # tuned before the polynomial exp/erf/tanh
     return graph if graph in graph_passes.GRAPHS else None
 
 

@@ -49,7 +49,7 @@ def test_model_has_four_tasks_one_of_weight_two(tuned: Any) -> None:
     assert session.end_reason == "reached max_trials"
     tasks = session.events.of_kind("tasks")[0]["tasks"]
     assert [(t["index"], t["name"], t["weight"]) for t in tasks] == [
-        (0, "fused_matmul2_add1", 1), (1, "softmax", 1), (2, "fused_matmul1_add_relu", 2),
+        (0, "softmax", 1), (1, "fused_matmul2_add1", 1), (2, "fused_matmul1_add_relu", 2),
         (3, "fused_matmul_add_relu", 1)]
     started = session.events.of_kind("started")[0]
     assert (started["model"], started["num_tasks"]) == ("mlp", 4)
