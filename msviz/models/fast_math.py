@@ -22,6 +22,7 @@ import math
 from typing import Any, Callable
 
 import tvm
+from tvm import te, tirx, topi
 
 __all__ = ["FAST_OPS", "count_fast_ops", "legalize_map"]
 
@@ -38,7 +39,6 @@ def _float32(call: Any) -> bool:
 def _te_functions() -> dict[str, tuple[str, Callable[..., Any]]]:
     """Per op: the function name (TVM's own lowering's) and the TE computation on the op's
     first argument."""
-    from tvm import te, tirx, topi
 
     def sigmoid(x: te.Tensor) -> te.Tensor:
         return topi.divide(tirx.const(1.0, "float32"),
@@ -65,8 +65,6 @@ def _te_functions() -> dict[str, tuple[str, Callable[..., Any]]]:
 def legalize_map() -> dict[str, Callable[[Any, Any], Any]]:
     """``LegalizeOps(customize_legalize_map=...)``: each op of :data:`FAST_OPS` on float32
     lowered with TOPI's polynomial exp/erf/tanh, any other dtype with TVM's own lowering."""
-    from tvm import topi
-
     functions = _te_functions()
 
     def make(op_name: str) -> Callable[[Any, Any], Any]:

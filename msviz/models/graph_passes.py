@@ -40,6 +40,7 @@ import numpy as np
 import tvm
 
 from msviz.errors import WorkloadError
+from msviz.models import fast_math
 from msviz.models.layout import CPU_CONV_LAYOUT, to_nhwc
 from msviz.models.layout import const_array as _const_array
 
@@ -346,8 +347,6 @@ def lower(mod: tvm.IRModule, target: Any, graph: str = EXPERT) -> tuple[tvm.IRMo
     """
     from tvm import relax
     from tvm.relax import pipeline
-
-    from msviz.models import fast_math
 
     check_graph(graph)
     try:

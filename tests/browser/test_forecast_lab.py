@@ -88,7 +88,7 @@ def test_forecast_section_live(lab_server: LabServer, tmp_path: Path) -> None:
             _click(driver, ".msviz-dashboard .msviz-step-batch")
             section = _after_batch(driver, batch, min(batch + 1, 4))
             if batch == 1:
-                assert "(batch 1): softmax: first batch: never tried" in \
+                assert "(batch 1): fused_matmul2_add1: first batch: never tried" in \
                     section["reason"], section
                 assert "no forecast checked yet" in section["held"], section
                 assert section["budget"].startswith(

@@ -179,7 +179,8 @@ def test_tasks_tab_shows_the_model_profile(lab_server: LabServer, tmp_path: Path
                   ".barlayer .point').length > 0", timeout=60, what="the model profile bars")
             _settled(lambda: driver.execute_script(_BARS), lambda gs: bool(gs))
             # the Graph line above the task table: what the graph passes did to the MLP
-            # (nothing to fold, 4 tasks and 5 calls on either graph, 3 matmul tasks prepacked)
+            # (nothing to fold, 4 tasks and 5 calls on either graph, 3 matmul tasks prepacked,
+            # the softmax's exp a polynomial)
             graph = driver.find_element("css selector", ".msviz-tasks-view .msviz-graph")
             driver.execute_script("arguments[0].scrollIntoView()", graph)
             time.sleep(0.5)
@@ -187,7 +188,8 @@ def test_tasks_tab_shows_the_model_profile(lab_server: LabServer, tmp_path: Path
             report["graph"] = graph.text
             assert graph.text == (
                 "Graph: no batch norm to fold; 4 tasks on stock's graph -> 4, 5 kernel calls a "
-                "run -> 5; weights prepacked for 3 tasks"), graph.text
+                "run -> 5; weights prepacked for 3 tasks; exp/erf/tanh vectorized in 1 op"), \
+                graph.text
             driver.execute_script(
                 "document.querySelector('.msviz-model-profile').scrollIntoView()")
             time.sleep(0.5)  # the scroll, before the screenshot only
