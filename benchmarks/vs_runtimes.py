@@ -239,16 +239,23 @@ def budget_label(seconds: float) -> str:
     return f"{seconds / 60:g}m"
 
 
-def tuned_seconds(work_dir: Path) -> float:
-    """Seconds from a work dir's first environment line to its last trial row (its sidecar)."""
+def tuned_seconds(work_dir: Path, name: str) -> float:
+    """Seconds from a work dir's first environment line to its last trial row (its sidecar);
+    raises when the sidecar has no environment line or names another model than ``name``."""
     from datetime import datetime
 
     lines = [json.loads(ln) for ln in (work_dir / "msviz_sidecar.jsonl").read_text().splitlines()
              if ln.strip()]
+    envs = [e for e in lines if e.get("kind") == "environment"]
+    if not envs:
+        raise RuntimeError(f"--reuse: {work_dir}'s sidecar has no environment line: not an "
+                           "msviz tuning to build")
+    held = (envs[0].get("model") or {}).get("name")
+    if held != name:
+        raise RuntimeError(f"--reuse: {work_dir} holds a tuning of {held!r}, not {name!r}")
     stamps = [datetime.fromisoformat(e["timestamp"]) for e in lines
               if e.get("kind") == "trial" and "timestamp" in e]
-    start = next(datetime.fromisoformat(e["timestamp"]) for e in lines
-                 if e.get("kind") == "environment")
+    start = datetime.fromisoformat(envs[0]["timestamp"])
     return (max(stamps) - start).total_seconds() if stamps else 0.0
 
 
@@ -299,7 +306,7 @@ def prepare(name: str, files: Path, threads: int, budgets: list[float],
     if budgets:
         work_dir = files / "msviz-work"
         if reuse and (work_dir / "msviz_sidecar.jsonl").is_file():
-            info["tuning_wall_s"] = tuned_seconds(work_dir)
+            info["tuning_wall_s"] = tuned_seconds(work_dir, name)
             info["reused"] = str(work_dir)
             if info["tuning_wall_s"] < 0.95 * max(budgets):
                 raise RuntimeError(

@@ -45,13 +45,12 @@ from msviz.models.layout import CPU_CONV_LAYOUT, to_nhwc
 from msviz.models.layout import const_array as _const_array
 
 __all__ = ["CPU_CONV_LAYOUT", "EXPERT", "EXPERT_EXACT", "EXPERT_NCHW", "GRAPHS", "STOCK",
-           "GraphReport", "check_graph", "finish", "fold_scale_shift", "lower", "mark_layout_free", "prepacks",
-           "to_nhwc"]
+           "GraphReport", "check_graph", "finish", "fold_scale_shift", "lower",
+           "mark_layout_free", "prepacks", "to_nhwc"]
 
 EXPERT = "expert"
 #: The expert graph without the NHWC layout (what ``"expert"`` was before it had it: work dirs
-#: tuned then are opened and built on it).
-#: It also keeps TVM's own exp/erf/tanh (libm's), as ``"expert"`` did then.
+#: tuned then are opened and built on it); it keeps TVM's own exp/erf/tanh, as "expert" did then.
 EXPERT_NCHW = "expert-nchw"
 #: The expert graph with TVM's own exp/erf/tanh (libm's) instead of the polynomial ones (what
 #: ``"expert"`` was before it had them: work dirs tuned then are opened and built on it).
