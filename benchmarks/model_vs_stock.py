@@ -15,6 +15,8 @@ one-time ``import tvm.s_tir.tensor_intrin`` happens before timing starts):
                    until the model has trained on 16 of its samples (two batches of 8)
 * ``msviz-ranked`` / ``msviz-unranked``  ``task_warmup_ranked=True`` / ``False``: a task's warm-up
                    batch picked by the shared cost model's scores, or at random
+* ``msviz-nocarry``  ``sibling_carry=0``: no task's first batch measures the schedules of its
+                   siblings tuned earlier in the run (the default carries up to 8)
 
 All use the same target (this host's CPU, ``msviz.compat.make_target("llvm")``), the same builder
 (``LocalBuilder`` with msviz's fast build function) and the stock ``LocalRunner``; ``tune_relax``
@@ -52,12 +54,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from profiles import msviz_stages, overhead_lines, side_by_side
 
 CONFIGS = ("msviz", "stock", "stock+msviz", "msviz-warmup100", "msviz-task16", "msviz-ranked",
-           "msviz-unranked")
+           "msviz-unranked", "msviz-nocarry")
 #: Knobs of each msviz Session configuration.
 SESSION_KNOBS = {"msviz": {}, "msviz-warmup100": {"cost_model_warmup": 100},
                  "msviz-task16": {"cost_model_task_warmup": 16},
                  "msviz-ranked": {"task_warmup_ranked": True},
-                 "msviz-unranked": {"task_warmup_ranked": False}}
+                 "msviz-unranked": {"task_warmup_ranked": False},
+                 "msviz-nocarry": {"sibling_carry": 0}}
 
 
 def task_split(work_dir: Path, tasks: list) -> dict[str, int]:

@@ -38,6 +38,9 @@ The knobs and their stock defaults are those of MetaSchedule's ``EvolutionarySea
   it stays a knob, off.
 * ``skip_db_measured``: stock evolution only skips schedules measured *in this run*, so a run that
   continues a work dir re-measures schedules the database already holds. msviz skips them.
+* ``sibling_carry``: carried schedules a task's first batch measures from its siblings in the
+  same run (the same operator at another shape, already tuned:
+  :mod:`msviz.engine.tuning.sibling_carry`). Stock starts every task from random samples (0).
 
 ``preset="stock"`` reproduces MetaSchedule's choices exactly.
 """
@@ -53,7 +56,7 @@ __all__ = ["PRESETS", "SearchKnobs", "knobs_for"]
 
 #: The largest value of each count knob a session accepts (MetaSchedule's defaults are far
 #: below: population 2048, 4 iterations).
-KNOB_LIMITS = {"population_size": 65536, "init_min_unmeasured": 65536, "max_fail_count": 10000,
+KNOB_LIMITS = {"sibling_carry": 4096, "population_size": 65536, "init_min_unmeasured": 65536, "max_fail_count": 10000,
                "genetic_num_iters": 1000, "genetic_max_fail_count": 1000,
                "num_empty_iters_before_early_stop": 10000}
 
@@ -98,6 +101,9 @@ class SearchKnobs:
     eps_greedy_at_least_one : bool
         Pick at least one candidate at random per batch when ``eps_greedy > 0`` (stock rounds
         ``batch * eps_greedy`` down, to 0 for a batch of 16).
+    sibling_carry : int
+        Schedules of sibling tasks (same operator, another shape, this run) carried into a
+        task's first batch, at most (0: none).
     """
 
     population_size: int = 512
@@ -115,6 +121,7 @@ class SearchKnobs:
     sample_to_minimum_after: int = 0
     skip_db_measured: bool = False
     eps_greedy_at_least_one: bool = False
+    sibling_carry: int = 0
 
     def __post_init__(self) -> None:
         # Checked here, so a Session refuses a bad knob when it is made, not when it starts.
@@ -140,6 +147,7 @@ class SearchKnobs:
             ("cost_model_warmup", 0),
             ("cost_model_task_warmup", 0),
             ("sample_to_minimum_after", 0),
+            ("sibling_carry", 0),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -164,7 +172,7 @@ class SearchKnobs:
 PRESETS: dict[str, dict[str, Any]] = {
     "stock": {},
     "msviz": {"cost_model_warmup": 0, "cost_model_task_warmup": 16, "task_warmup_ranked": True,
-              "skip_db_measured": True, "eps_greedy_at_least_one": True},
+              "skip_db_measured": True, "eps_greedy_at_least_one": True, "sibling_carry": 8},
 }
 
 

@@ -32,7 +32,7 @@ from msviz import compat
 from msviz.engine.arguments import check_reuse, library_paths
 from msviz.engine.measure import callbacks
 from msviz.engine.measure.results import MeasureResult
-from msviz.engine.tuning.carried import Carried, carried
+from msviz.engine.tuning.carried import Carried, carried, ranked
 from msviz.engine.tuning.stored import mean_secs, training_sample
 from msviz.records.coverage import coverage as coverage_of
 from msviz.records.coverage_types import Coverage, coverage_to_dict
@@ -204,25 +204,9 @@ class LibraryReuse:
                     continue
                 seen.add(one.shash)
                 found.append(one)
-        found = self._ranked(tuner, found)[:at_most]
+        found = ranked(tuner, found)[:at_most]
         row["measured"] = len(found)
         return found
-
-    @staticmethod
-    def _ranked(tuner: Tuner, found: list[Carried]) -> list[Carried]:
-        """The carries, best predicted first, when the cost model is trained (it learned the
-        library first: :meth:`pretrain`); else as found (nearest workload, fastest record
-        first). Each carry's ``predicted_score`` is kept (the Plots tab ranks the batch)."""
-        model = tuner.cost_model
-        if len(found) < 2 or getattr(model, "booster", None) is None or \
-                model.data_size < model.num_warmup_samples:
-            return found
-        cands = [compat.ms.search_strategy.MeasureCandidate(
-            c.schedule, compat.ArgInfo.from_entry_func(c.schedule.mod, remove_preproc=True))
-            for c in found]
-        scores = [float(x) for x in model.predict(tuner.context, cands)]
-        order = sorted(range(len(found)), key=lambda i: -scores[i])  # stable among equals
-        return [found[i].scored(scores[i]) for i in order]
 
     # -- the cost model -------------------------------------------------------------------------
 

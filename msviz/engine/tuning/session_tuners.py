@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from msviz.engine.measure.service import MeasuringService
 from msviz.engine.profile import Profile
 from msviz.engine.tuning.shared import SharedParts
+from msviz.engine.tuning.sibling_carry import SiblingCarry
 from msviz.engine.tuning.tuner import Tuner
 from msviz.errors import MsvizError
 
@@ -63,6 +64,8 @@ def make_tuners(config: SessionConfig, tasks: list, *, work_dir: Path, rules: di
         if all(t.search is None for t in tuners):
             raise NoDesignSpaceError("no task has a design space: " + "; ".join(
                 f"{e['task']}: {e['message']}" for t in tuners for e in t.quarantine.entries()))
+        if config.knobs.sibling_carry and len(tuners) > 1:
+            SiblingCarry(tuners, config.knobs.sibling_carry).attach()
     except BaseException:
         close_tuners(tuners, shared)
         raise

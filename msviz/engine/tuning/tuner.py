@@ -128,6 +128,9 @@ class Tuner:
         self.carried: list[Carried] = []
         #: Why the task gets no trials (an exact library hit with ``reuse="skip"``), or None.
         self.skip_reason: str | None = None
+        #: ``source(tuner)``: the carries of sibling tasks for this task's first batch
+        #: (:class:`msviz.engine.tuning.sibling_carry.SiblingCarry`), or None.
+        self.sibling_source: Any = None
 
     # the parts every task shares
     database = property(lambda self: self.shared.database)
@@ -301,6 +304,9 @@ class Tuner:
         if self.skip_reason is not None:
             self.end_reason = self.skip_reason
             return None
+        if self.sibling_source is not None and not self.next_task_trial and not self.carried:
+            with self.timeit("msviz/SiblingCarry"):
+                self.carried = self.sibling_source(self)[:max(n // 2, 1)]
         carried, self.carried = self.carried[:n], []
         if carried:
             self.search.measured.update(c.shash for c in carried)
