@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=128, help="trials over all tasks")
     parser.add_argument("--batch", type=int, default=16, help="trials per batch")
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (1, 2, ...)")
+    parser.add_argument("--first-seed", type=int, default=1, help="the first seed")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cold", action="store_true",
@@ -202,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
         return 0
 
+    if args.seeds < 1 or args.first_seed < 1:
+        parser.error(f"--seeds {args.seeds} --first-seed {args.first_seed}: both must be >= 1")
     root = Path(args.work_root or tempfile.mkdtemp(prefix="msviz-model-bench-"))
-    seeds = list(range(1, args.seeds + 1))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     results: list[dict[str, Any]] = []
     for seed in seeds:
         for config in args.configs:

@@ -59,7 +59,9 @@ TRIAL_COLUMNS = [
 #: carried from a tuning library has ``origin`` ``"library"``, ``carried_from`` (its source:
 #: ``"<run>/<task> trial <n>"``), ``carry`` (``"exact"``, ``"anchor"`` or ``"sibling"``) and
 #: ``adjusted`` (the trace positions whose decisions were changed, as text: ``"#3, #7"``;
-#: ``""`` for none; see :func:`adjusted_text`).
+#: ``""`` for none; see :func:`adjusted_text`). One carried from a sibling task of the same run
+#: (:mod:`msviz.engine.tuning.sibling_carry`) has ``origin`` ``"carried"``, ``carry``
+#: ``"sibling"`` and ``carried_from`` ``"#<task index> <task> best <rank>"``.
 SIDECAR_COLUMNS = [
     "timestamp",
     "batch",

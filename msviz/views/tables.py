@@ -75,8 +75,9 @@ TRIAGE_COLUMNS = ("status", "fault", "cause", "count", "trials")
 #: Columns a trials table may be filtered by (when the trials carry them).
 FILTER_COLUMNS = ("task", "status", "generation", "batch")
 #: Columns the trials table shows, in order (those missing from a run are left out). A trial
-#: carried from a tuning library has origin ``"library"`` and says from where (``carry``,
-#: ``carried_from``) and which decisions were changed (``adjusted``).
+#: carried from a tuning library has origin ``"library"``, one carried from a sibling task of
+#: the run ``"carried"``; both say from where (``carry``, ``carried_from``) and which decisions
+#: were changed (``adjusted``).
 TABLE_COLUMNS = (
     "trial", "task", "status", "latency_us", "gflops", "generation", "batch",
     "origin", "carry", "carried_from", "adjusted", "predicted_score", "mutator", "design_space",

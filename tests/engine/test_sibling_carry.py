@@ -1,6 +1,6 @@
 """Sibling carry within one run: a task's first batch measures the best schedules of the run's
-tasks of the same operator already tuned, carried to its shape (``sibling_carry``); none with
-``sibling_carry=0`` or the stock preset. Real TVM: the catalogue MLP, whose three matmul tasks
+tasks of the same operator already tuned, carried to its shape, and a later batch the new best
+of a sibling that improved since (``sibling_carry``); none with ``sibling_carry=0``. Real TVM: the catalogue MLP, whose three matmul tasks
 are one operator at three shapes."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from msviz.trace.replay import default_postprocs
 from tests.engine.conftest import TINY
 
 OPTIONS: dict[str, Any] = {**TINY, "trials_per_batch": 4, "task_scheduler": "gradient",
-                           "max_trials": 16}
+                           "max_trials": 28}
 #: The MLP's tasks in MetaSchedule's order; the three matmuls are siblings.
 TASKS = ["softmax", "fused_matmul2_add1", "fused_matmul1_add_relu", "fused_matmul_add_relu"]
 
@@ -44,28 +44,38 @@ def _records(work_dir: Path) -> list[tuple[int, int, list]]:
     return [(n, rec[0], rec[1]) for n, rec in enumerate(map(json.loads, lines), start=1)]
 
 
-def test_a_tasks_first_batch_measures_its_tuned_siblings_best_schedules(
+def test_a_tasks_batches_measure_their_tuned_siblings_best_schedules(
         carried_run: tuple[Session, Path]) -> None:
     session, work_dir = carried_run
     trials = read_sidecar(work_dir).trials
-    first_lines: dict[str, list[int]] = {}
+    lines: dict[str, list[int]] = {}
     for line in sorted(trials):
-        first_lines.setdefault(trials[line]["task"], []).append(line)
+        lines.setdefault(trials[line]["task"], []).append(line)
     carried = {line: t for line, t in trials.items() if t.get("origin") == "carried"}
-    # tasks 2 and 3 each start with two carries (half the batch of 4): task 2 from task 1,
-    # the only matmul tuned before it; task 3 from task 2 (nearest shape) and task 1
-    by_task: dict[str, list[str]] = {}
+    first: dict[str, list[str]] = {}
+    later: dict[tuple[str, int], list[str]] = {}
     for line in sorted(carried):
         t = carried[line]
         assert (t["carry"], t["pick"]) == ("sibling", "carried")
-        assert line in first_lines[t["task"]][:4], "a carry is measured in the task's first batch"
-        by_task.setdefault(t["task"], []).append(t["carried_from"].rsplit(" best ", 1)[0])
-    assert sorted(by_task) == [TASKS[2], TASKS[3]]
-    assert by_task[TASKS[2]] == [f"#1 {TASKS[1]}"] * 2
-    assert len(by_task[TASKS[3]]) == 2
-    assert set(by_task[TASKS[3]]) <= {f"#1 {TASKS[1]}", f"#2 {TASKS[2]}"}
-    # the softmax and the first matmul have no sibling tuned before them
-    assert not any(t["task"] in TASKS[:2] for t in carried.values())
+        source, rank = t["carried_from"].rsplit(" best ", 1)
+        if line in lines[t["task"]][:4]:
+            first.setdefault(t["task"], []).append(source)
+        else:  # a later batch takes a sibling's one new best
+            assert rank == "1", t
+            later.setdefault((t["task"], t["batch"]), []).append(source)
+    # tasks 2 and 3 each start with two carries (half the batch of 4): task 2 from task 1,
+    # the only matmul tuned before it; task 3 from task 2 (nearest shape) and task 1
+    assert sorted(first) == [TASKS[2], TASKS[3]]
+    assert first[TASKS[2]] == [f"#1 {TASKS[1]}"] * 2
+    assert len(first[TASKS[3]]) == 2
+    assert set(first[TASKS[3]]) <= {f"#1 {TASKS[1]}", f"#2 {TASKS[2]}"}
+    # a later batch: at most two carries, each from another sibling
+    for (task, _), sources in later.items():
+        assert len(sources) == len(set(sources)) <= 2
+        assert task != TASKS[0] and f"{TASKS.index(task)} {task}" not in " ".join(sources)
+    # the softmax has no sibling; the first matmul none tuned before its first batch
+    assert not any(t["task"] == TASKS[0] for t in carried.values())
+    assert not any(line in lines[TASKS[1]][:4] for line in carried)
     # each carry was built, run and checked: its record holds real timings
     run_secs = {line: rec[1] for line, _, rec in _records(work_dir)}
     assert all(run_secs[line] and max(run_secs[line]) < 1.0 for line in carried)
@@ -95,7 +105,7 @@ def test_a_carry_is_the_sources_record_replayed_on_the_tasks_shape(
                 and rec[1] and rec[1][0] < 1e9}
         assert int(t["shash"]) in want, f"line {line}: not a carry of {source}'s records"
         checked += 1
-    assert checked == 4
+    assert checked >= 4
 
 
 def test_no_carry_when_switched_off(tmp_path: Path) -> None:

@@ -16,7 +16,11 @@ batch takes up to ``knobs.sibling_carry`` such carries:
   :func:`msviz.trace.carry.carry_trace` (a decision that is no longer valid goes to the nearest
   valid choice, then the task's postprocs); a carry that does not replay is dropped;
 * the shared cost model, trained on the siblings' records, ranks the carries and the best fill
-  the batch's first slots; the search's own picks fill the rest.
+  the batch's first slots; the search's own picks fill the rest;
+* each later batch of the task measures, besides the search's picks, the new best schedule of
+  up to :data:`LATER` siblings that found one since the task last took theirs (a convolution
+  with and without a residual add is one operator at one shape: what is fastest for one is
+  often fastest for the other).
 
 A carried trial keeps ``origin`` ``"carried"``, ``carry`` ``"sibling"`` and ``carried_from``
 (``"#3 fused_conv2d_add_relu best 1"``) in its sidecar line. The search then evolves from what
@@ -35,12 +39,14 @@ from msviz.trace.carry import carry_trace
 if TYPE_CHECKING:  # the tuner's type only: the tuner does not import this module
     from msviz.engine.tuning.tuner import Tuner
 
-__all__ = ["PER_SOURCE", "SOURCES", "SiblingCarry"]
+__all__ = ["LATER", "PER_SOURCE", "SOURCES", "SiblingCarry"]
 
 #: Sibling tasks whose records are carried to a task, nearest first.
 SOURCES = 3
 #: Fastest records carried from each.
 PER_SOURCE = 4
+#: Siblings whose new best a later batch carries, at most.
+LATER = 2
 
 
 class SiblingCarry:
@@ -58,6 +64,8 @@ class SiblingCarry:
         self.tuners = list(tuners)
         self.at_most = int(at_most)
         self._keys: dict[int, tuple] = {}
+        #: (task, sibling) -> the sibling's best seconds when the task last took its records.
+        self._taken: dict[tuple[int, int], float] = {}
         for tuner in self.tuners:
             _, _, op, extents, dtype = module_keys(tuner.workload.mod)
             if op is not None and extents:
@@ -65,7 +73,7 @@ class SiblingCarry:
                                                 form(tuner.workload.mod))
 
     def attach(self) -> None:
-        """Give every task that has siblings this carry for its first batch."""
+        """Give every task that has siblings these carries for its batches."""
         for tuner in self.tuners:
             if self.siblings_of(tuner, tuned_only=False):
                 tuner.sibling_source = self.carries
@@ -89,16 +97,23 @@ class SiblingCarry:
         return [t for *_, t in sorted(found, key=lambda x: x[:3])]
 
     def carries(self, tuner: Tuner) -> list[Carried]:
-        """The carries for ``tuner``'s first batch, best ranked first (empty when no sibling
-        holds a record yet)."""
+        """The carries for ``tuner``'s next batch, best ranked first: for its first batch the
+        fastest records of its nearest tuned siblings; for a later one the new best of each
+        sibling that improved since (at most :data:`LATER`). Empty when there is none."""
         if tuner.search is None:
             return []
+        first = not tuner.next_task_trial
         postprocs = [(type(p).__name__, p)
                      for p in list(tuner.context.space_generator.postprocs or [])]
         seen: set[int] = set(tuner.search.measured)
         found: list[Carried] = []
+        sources = 0
         for source in self.siblings_of(tuner)[:SOURCES]:
-            records = source.database.get_top_k(source.token, PER_SOURCE)
+            key = (tuner.task_index, source.task_index)
+            if not first and not source.best_secs < self._taken.get(key, float("inf")):
+                continue
+            self._taken[key] = source.best_secs
+            records = source.database.get_top_k(source.token, PER_SOURCE if first else 1)
             for rank, record in enumerate(records, start=1):
                 carry = carry_trace(record.trace, tuner.workload.mod, postprocs)
                 if carry.schedule is None:
@@ -109,4 +124,7 @@ class SiblingCarry:
                 if one.shash not in seen:
                     seen.add(one.shash)
                     found.append(one)
+            sources += 1
+            if not first and sources >= LATER:
+                break
         return ranked(tuner, found)[:self.at_most]

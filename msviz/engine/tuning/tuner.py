@@ -128,9 +128,7 @@ class Tuner:
         self.carried: list[Carried] = []
         #: Why the task gets no trials (an exact library hit with ``reuse="skip"``), or None.
         self.skip_reason: str | None = None
-        #: ``source(tuner)``: the carries of sibling tasks for this task's first batch
-        #: (:class:`msviz.engine.tuning.sibling_carry.SiblingCarry`), or None.
-        self.sibling_source: Any = None
+        self.sibling_source: Any = None  #: SiblingCarry.carries, or None
 
     # the parts every task shares
     database = property(lambda self: self.shared.database)
@@ -304,7 +302,7 @@ class Tuner:
         if self.skip_reason is not None:
             self.end_reason = self.skip_reason
             return None
-        if self.sibling_source is not None and not self.next_task_trial and not self.carried:
+        if self.sibling_source is not None and not self.carried:
             with self.timeit("msviz/SiblingCarry"):
                 self.carried = self.sibling_source(self)[:max(n // 2, 1)]
         carried, self.carried = self.carried[:n], []
@@ -356,9 +354,8 @@ class Tuner:
             return "measured"
 
     def carry_in(self, carried: list[Carried], *, ranked_by_library: bool = False) -> None:
-        """Schedules carried to this task, measured first in its next batch (a library's:
-        :mod:`msviz.engine.tuning.library_reuse`); ``ranked_by_library``: the cost model that ranks
-        the search's warm-up was trained on the library first."""
+        """Schedules carried to this task, measured first in its next batch (a library's);
+        ``ranked_by_library``: the cost model ranking the warm-up learned the library first."""
         self.carried = list(carried)
         if ranked_by_library and self.evo is not None:
             self.evo.library_ranked = True
