@@ -52,10 +52,11 @@ def test_a_sessions_config_is_frozen_and_holds_every_setting(tmp_path: Path) -> 
         "max_trials": 8, "trials_per_batch": 4, "max_trials_per_task": None,
         "max_seconds": None, "max_seconds_per_task": None, "strategy": "evolutionary",
         "seed": 1, "preset": "msviz",
-        # the msviz preset's five choices, and the two knobs given
+        # the msviz preset's six choices, and the two knobs given
         "knobs": SearchKnobs(population_size=16, genetic_num_iters=1, cost_model_warmup=0,
                              cost_model_task_warmup=16, task_warmup_ranked=True,
-                             skip_db_measured=True, eps_greedy_at_least_one=True),
+                             skip_db_measured=True, eps_greedy_at_least_one=True,
+                             sibling_carry=8),
         "resume": False, "builder": "local", "runner": "local", "num_threads": 2,
         "builder_timeout": 30.0, "runner_timeout": 30.0,
         "evaluator_config": compat.ms.runner.EvaluatorConfig(
@@ -143,7 +144,8 @@ def test_updated_takes_a_sessions_keyword_arguments() -> None:
     config = SessionConfig(target=TARGET, seed=3, knobs={"population_size": 32})
     assert config.updated(genetic_num_iters=2).knobs == SearchKnobs(
         population_size=32, genetic_num_iters=2, cost_model_warmup=0, cost_model_task_warmup=16,
-        task_warmup_ranked=True, skip_db_measured=True, eps_greedy_at_least_one=True)
+        task_warmup_ranked=True, skip_db_measured=True, eps_greedy_at_least_one=True,
+        sibling_carry=8)
     stock = config.updated(preset="stock", eps_greedy=0.5)
     assert (stock.preset, stock.knobs) == ("stock", SearchKnobs(eps_greedy=0.5))
     assert config.updated(seed=4).seed == 4

@@ -26,9 +26,10 @@ def test_stock_preset_equals_metaschedule_defaults() -> None:
     assert knobs.cost_model_task_warmup == 0  # stock has no task warm-up
     assert knobs.task_warmup_ranked is False
     assert knobs.sample_to_minimum_after == 0  # stock fills the population with fresh samples
+    assert knobs.sibling_carry == 0  # stock starts every task from random samples
     assert PRESETS["msviz"] == {"cost_model_warmup": 0, "cost_model_task_warmup": 16,
                                 "task_warmup_ranked": True, "skip_db_measured": True,
-                                "eps_greedy_at_least_one": True}
+                                "eps_greedy_at_least_one": True, "sibling_carry": 8}
 
 
 @pytest.mark.parametrize("name", ["init_measured_ratio", "genetic_mutate_prob", "eps_greedy"])

@@ -115,7 +115,10 @@ class SiblingCarry:
             self._taken[key] = source.best_secs
             records = source.database.get_top_k(source.token, PER_SOURCE if first else 1)
             for rank, record in enumerate(records, start=1):
-                carry = carry_trace(record.trace, tuner.workload.mod, postprocs)
+                try:
+                    carry = carry_trace(record.trace, tuner.workload.mod, postprocs)
+                except Exception:  # TVM's errors outside the replay: not carried, never fatal
+                    continue
                 if carry.schedule is None:
                     continue
                 one = carried(carry.schedule, "sibling",
